@@ -1,0 +1,82 @@
+// The agent's HTTP endpoint: /metrics (text or protobuf, gzip when asked),
+// /healthz, a landing page, and routes added by other outputs (JSON API).
+// TLS and basic auth come from --web.config.file.
+#pragma once
+
+#include "absl/strings/string_view.h"
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "exporter/outputs/metrics_endpoint.h"
+#include "exporter/outputs/web_config.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace sockpressure {
+
+struct ListenAddress {
+  std::string host;  // "0.0.0.0" for ":port"
+  int port = 0;
+};
+// Parses ":19100", "127.0.0.1:19100", "[::1]:19100".
+absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view text);
+
+struct HttpOptions {
+  std::string listen_address = ":19100";
+  std::string telemetry_path = "/metrics";
+  int max_requests = 40;        // concurrent requests; more get 503
+  double timeout_seconds = 10;  // read and write timeouts
+  WebConfig web;
+};
+
+struct LandingLink {
+  std::string path;
+  std::string text;
+};
+
+// Thread-safe after Start(): handlers run on the server's worker threads.
+class HttpServer {
+ public:
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  // `healthy` says whether the sampler is alive (for /healthz).
+  HttpServer(HttpOptions options, MetricsEndpoint* metrics, std::function<bool()> healthy);
+  ~HttpServer();
+
+  // Adds a GET route (call before Start). Links appear on the landing page.
+  void Get(const std::string& path, Handler handler, std::string link_text = "");
+
+  // Binds and starts serving on a background thread.
+  absl::Status Start();
+  void Stop();
+  int port() const { return port_; }
+  bool tls() const { return options_.web.tls(); }
+
+ private:
+  bool Admit(const httplib::Request& req, httplib::Response& res);
+  void ServeMetrics(const httplib::Request& req, httplib::Response& res);
+
+  HttpOptions options_;
+  MetricsEndpoint* metrics_;
+  std::function<bool()> healthy_;
+  std::unique_ptr<httplib::Server> server_;
+  BasicAuthChecker auth_;
+  std::vector<LandingLink> links_;
+  std::atomic<int> in_flight_{0};
+  std::thread thread_;
+  int port_ = 0;
+};
+
+// gzip-compresses `data` (RFC 1952).
+std::string Gzip(absl::string_view data);
+
+}  // namespace sockpressure

@@ -1,0 +1,39 @@
+// A streaming sink for metric families. The snapshot is written family by
+// family straight into the output format, so a scrape of 10,000 cgroups never
+// materialises 300,000 metric objects. Implementations: text exposition
+// (text_writer.cc) and the protobuf exposition (proto_writer.cc).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "prometheus/metric_family.h"
+
+namespace sockpressure {
+
+enum class MetricKind { kCounter, kGauge };
+
+struct LabelRef {
+  absl::string_view name;
+  absl::string_view value;
+};
+
+// Not thread-safe; one writer per response.
+class MetricWriter {
+ public:
+  virtual ~MetricWriter() = default;
+  // Starts a family. Every Value() until the next Family() belongs to it.
+  virtual void Family(absl::string_view name, absl::string_view help, MetricKind kind) = 0;
+  // One series. `base` is the shared label set (e.g. cgroup identity) and
+  // `extra` the family's own labels, appended after it.
+  virtual void Value(const std::vector<LabelRef>& base, std::initializer_list<LabelRef> extra, double value) = 0;
+  // Families collected by prometheus-cpp (the agent's own HTTP metrics).
+  virtual void PromCppFamilies(const std::vector<prometheus::MetricFamily>& families) = 0;
+  // Finishes the output and returns it.
+  virtual std::string Finish() = 0;
+};
+
+}  // namespace sockpressure

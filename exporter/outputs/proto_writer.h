@@ -1,0 +1,17 @@
+// The Prometheus protobuf exposition: length-delimited
+// io.prometheus.client.MetricFamily messages, one per family.
+#pragma once
+
+#include "absl/strings/string_view.h"
+#include <memory>
+
+#include "exporter/outputs/metric_writer.h"
+
+namespace sockpressure {
+
+inline constexpr absl::string_view kProtoContentType =
+    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
+
+std::unique_ptr<MetricWriter> NewProtoWriter();
+
+}  // namespace sockpressure

@@ -1,0 +1,372 @@
+#include "absl/strings/string_view.h"
+#include "exporter/outputs/snapshot_metrics.h"
+
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "exporter/sources/procfs_sources.h"
+
+namespace sockpressure {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double Bytes(uint64_t v) { return v == UINT64_MAX ? kInf : static_cast<double>(v); }
+
+std::vector<LabelRef> CgroupLabels(const CgroupView& c) {
+  std::vector<LabelRef> labels;
+  labels.reserve(1 + c.identity.size());
+  labels.push_back({"cgroup", c.path});
+  for (const auto& [k, v] : c.identity) labels.push_back({k, v});
+  return labels;
+}
+
+// One per-cgroup family with one value per cgroup (or none).
+struct CgroupFamily {
+  const char* name;
+  MetricKind kind;
+  const char* help;
+  std::function<std::optional<double>(const CgroupView&)> value;
+};
+
+template <typename T>
+std::optional<double> Opt(const std::optional<T>& v) {
+  if (!v) return std::nullopt;
+  return static_cast<double>(*v);
+}
+
+bool HasReclaim(const CgroupView& c) { return c.tier[static_cast<int>(Signal::kReclaim)] != Tier::kNone; }
+bool HasPressure(const CgroupView& c) {
+  return c.tier[static_cast<int>(Signal::kSocketPressure)] != Tier::kNone;
+}
+
+const std::vector<CgroupFamily>& CgroupFamilies() {
+  static const std::vector<CgroupFamily> families = {
+      {"sockpressure_memcg_reclaim_scanned_pages_total", MetricKind::kCounter,
+       "Pages that memory reclaim scanned on this cgroup's own LRU lists (not its descendants'), as fed to "
+       "vmpressure().",
+       [](const CgroupView& c) { return HasReclaim(c) ? Opt<uint64_t>(c.best.scanned_total) : std::nullopt; }},
+      {"sockpressure_memcg_reclaim_reclaimed_pages_total", MetricKind::kCounter,
+       "Pages that memory reclaim freed from this cgroup's own LRU lists, as fed to vmpressure().",
+       [](const CgroupView& c) { return HasReclaim(c) ? Opt<uint64_t>(c.best.reclaimed_total) : std::nullopt; }},
+      {"sockpressure_memcg_scan_without_reclaim_ratio", MetricKind::kGauge,
+       "1 - reclaimed/scanned over the last completed vmpressure window (>= 512 scanned pages); the kernel "
+       "asserts socket pressure at >= 0.60.",
+       [](const CgroupView& c) { return c.best.ratio; }},
+      {"sockpressure_memcg_socket_pressure_events_total", MetricKind::kCounter,
+       "Times the kernel set memcg->socket_pressure on this cgroup (a vmpressure window at medium or critical), "
+       "each throttling the TCP receive windows of its sockets and its descendants' for 1 s.",
+       [](const CgroupView& c) {
+         return HasPressure(c) ? Opt<uint64_t>(c.best.pressure_events_total) : std::nullopt;
+       }},
+      {"sockpressure_memcg_socket_pressure_seconds_total", MetricKind::kCounter,
+       "Seconds during which this cgroup's own socket-pressure deadline was in the future, i.e. the kernel "
+       "clamped TCP receive windows of sockets charged to it or its descendants.",
+       [](const CgroupView& c) {
+         return HasPressure(c) ? std::optional<double>(c.best.pressure_seconds_total) : std::nullopt;
+       }},
+      {"sockpressure_memcg_socket_pressure_active", MetricKind::kGauge,
+       "1 while the kernel treats this cgroup's sockets as under memory pressure: its own or an ancestor's "
+       "socket-pressure deadline is live (mem_cgroup_under_socket_pressure walks up to the root).",
+       [](const CgroupView& c) {
+         return HasPressure(c) ? std::optional<double>(c.pressure_active ? 1 : 0) : std::nullopt;
+       }},
+      {"sockpressure_memcg_sock_throttled_total", MetricKind::kCounter,
+       "Times the kernel found a socket of this cgroup under memcg socket pressure (memory.events.local "
+       "sock_throttled, kernel 6.19+).",
+       [](const CgroupView& c) { return Opt(c.best.sock_throttled_total); }},
+      {"sockpressure_tcp_window_clamps_total", MetricKind::kCounter,
+       "Times the kernel pulled a TCP socket's rcv_ssthresh down to 4*advmss or less while its memory cgroup was "
+       "under socket pressure, for sockets charged to this cgroup.",
+       [](const CgroupView& c) {
+         return c.tier[static_cast<int>(Signal::kWindowClamps)] != Tier::kNone
+                    ? Opt<uint64_t>(c.best.clamps_total)
+                    : std::nullopt;
+       }},
+      {"sockpressure_tcp_sockets", MetricKind::kGauge, "TCP sockets charged to this memory cgroup.",
+       [](const CgroupView& c) { return c.best.census ? Opt<uint64_t>(c.best.census->sockets) : std::nullopt; }},
+      {"sockpressure_tcp_clamped_sockets", MetricKind::kGauge,
+       "TCP sockets of this cgroup whose receive window is clamped right now (rcv_ssthresh == 4*advmss while "
+       "data flows).",
+       [](const CgroupView& c) { return c.best.census ? Opt<uint64_t>(c.best.census->clamped) : std::nullopt; }},
+      {"sockpressure_memcg_anon_bytes", MetricKind::kGauge,
+       "Anonymous memory of this cgroup and its descendants (memory.stat anon; v1 total_rss).",
+       [](const CgroupView& c) { return Opt(c.anon_bytes); }},
+      {"sockpressure_memcg_file_bytes", MetricKind::kGauge,
+       "Page cache of this cgroup and its descendants (memory.stat file; v1 total_cache).",
+       [](const CgroupView& c) { return Opt(c.file_bytes); }},
+      {"sockpressure_memcg_sock_bytes", MetricKind::kGauge,
+       "Memory charged for socket buffers (memory.stat sock; may lag, it is flushed lazily).",
+       [](const CgroupView& c) { return Opt(c.sock_bytes); }},
+      {"sockpressure_memcg_swap_bytes", MetricKind::kGauge,
+       "Swap used by this cgroup and its descendants (memory.swap.current; v1 total_swap).",
+       [](const CgroupView& c) { return Opt(c.swap_bytes); }},
+      {"sockpressure_memcg_usage_bytes", MetricKind::kGauge,
+       "Memory charged to this cgroup and its descendants (memory.current; v1 memory.usage_in_bytes).",
+       [](const CgroupView& c) { return Opt(c.memory_current); }},
+      {"sockpressure_memcg_oom_kills_total", MetricKind::kCounter,
+       "Processes the OOM killer killed in this cgroup and its descendants (memory.events oom_kill).",
+       [](const CgroupView& c) { return Opt(c.events_oom_kill); }},
+      {"sockpressure_memcg_kmem_tcp_usage_bytes", MetricKind::kGauge,
+       "cgroup v1: TCP buffer memory charged to this cgroup (memory.kmem.tcp.usage_in_bytes).",
+       [](const CgroupView& c) { return Opt(c.kmem_tcp_usage); }},
+      {"sockpressure_memcg_kmem_tcp_limit_bytes", MetricKind::kGauge,
+       "cgroup v1: TCP buffer limit; only when it is set do v1 sockets get a memory cgroup and tcpmem pressure.",
+       [](const CgroupView& c) {
+         return c.kmem_tcp_limit ? std::optional<double>(Bytes(*c.kmem_tcp_limit)) : std::nullopt;
+       }},
+      {"sockpressure_memcg_kmem_tcp_failcnt_total", MetricKind::kCounter,
+       "cgroup v1: times TCP buffer charges hit the limit (memory.kmem.tcp.failcnt), which sets tcpmem pressure.",
+       [](const CgroupView& c) { return Opt(c.kmem_tcp_failcnt); }},
+  };
+  return families;
+}
+
+void WriteCgroupFamilies(const Snapshot& s, MetricWriter& out) {
+  std::vector<std::vector<LabelRef>> labels;
+  labels.reserve(s.cgroups.size());
+  for (const CgroupView& c : s.cgroups) labels.push_back(CgroupLabels(c));
+
+  for (const CgroupFamily& f : CgroupFamilies()) {
+    out.Family(f.name, f.help, f.kind);
+    for (size_t i = 0; i < s.cgroups.size(); ++i) {
+      if (std::optional<double> v = f.value(s.cgroups[i])) out.Value(labels[i], {}, *v);
+    }
+  }
+
+  out.Family("sockpressure_memcg_vmpressure_windows_total",
+             "vmpressure windows (>= 512 scanned pages of this cgroup) by the kernel's verdict; medium and critical "
+             "set socket pressure.",
+             MetricKind::kCounter);
+  for (size_t i = 0; i < s.cgroups.size(); ++i) {
+    const CgroupView& c = s.cgroups[i];
+    if (!HasReclaim(c)) continue;
+    for (int l = 0; l < 3; ++l) {
+      out.Value(labels[i], {{"level", PressureLevelName(static_cast<PressureLevel>(l))}},
+                static_cast<double>(c.best.windows_total[l]));
+    }
+  }
+
+  out.Family("sockpressure_memcg_limit_bytes",
+             "Memory limits and protections of this cgroup (memory.max/high/low/min, memory.swap.max; v1 "
+             "limit_in_bytes as max and soft_limit_in_bytes as high); +Inf when unlimited.",
+             MetricKind::kGauge);
+  for (size_t i = 0; i < s.cgroups.size(); ++i) {
+    const CgroupView& c = s.cgroups[i];
+    const std::pair<const char*, const std::optional<uint64_t>*> limits[] = {
+        {"max", &c.memory_max}, {"high", &c.memory_high}, {"low", &c.memory_low},
+        {"min", &c.memory_min}, {"swap_max", &c.swap_max}};
+    for (const auto& [name, v] : limits) {
+      if (*v) out.Value(labels[i], {{"limit", name}}, Bytes(**v));
+    }
+  }
+
+  out.Family("sockpressure_memcg_psi_stall_seconds_total",
+             "Time tasks of this cgroup stalled on memory (memory.pressure total); vmpressure socket pressure can "
+             "fire while this stays near zero.",
+             MetricKind::kCounter);
+  for (size_t i = 0; i < s.cgroups.size(); ++i) {
+    const CgroupView& c = s.cgroups[i];
+    if (c.psi_some) out.Value(labels[i], {{"kind", "some"}}, static_cast<double>(c.psi_some->total_us) / 1e6);
+    if (c.psi_full) out.Value(labels[i], {{"kind", "full"}}, static_cast<double>(c.psi_full->total_us) / 1e6);
+  }
+}
+
+// --signal.all-tiers: every live tier's view of every cgroup, so the lab can
+// check that each tier on its own reaches the right verdict.
+void WriteAllTiers(const Snapshot& s, MetricWriter& out) {
+  struct TierFamily {
+    const char* name;
+    MetricKind kind;
+    const char* help;
+    std::function<std::optional<double>(const TierValues&)> value;
+  };
+  const TierFamily families[] = {
+      {"sockpressure_tier_scan_without_reclaim_ratio", MetricKind::kGauge,
+       "Per tier: last completed vmpressure window ratio.", [](const TierValues& v) { return v.ratio; }},
+      {"sockpressure_tier_socket_pressure_events_total", MetricKind::kCounter,
+       "Per tier: socket-pressure assertions seen.",
+       [](const TierValues& v) { return std::optional<double>(static_cast<double>(v.pressure_events_total)); }},
+      {"sockpressure_tier_socket_pressure_seconds_total", MetricKind::kCounter,
+       "Per tier: seconds under socket pressure.",
+       [](const TierValues& v) { return std::optional<double>(v.pressure_seconds_total); }},
+      {"sockpressure_tier_window_clamps_total", MetricKind::kCounter, "Per tier: window clamps.",
+       [](const TierValues& v) { return std::optional<double>(static_cast<double>(v.clamps_total)); }},
+      {"sockpressure_tier_clamped_sockets", MetricKind::kGauge, "Per tier: clamped sockets now.",
+       [](const TierValues& v) {
+         return v.census ? std::optional<double>(static_cast<double>(v.census->clamped)) : std::nullopt;
+       }},
+  };
+  for (const TierFamily& f : families) {
+    out.Family(f.name, f.help, f.kind);
+    for (const CgroupView& c : s.cgroups) {
+      std::vector<LabelRef> labels = CgroupLabels(c);
+      for (const auto& [tier, values] : c.tiers) {
+        if (std::optional<double> v = f.value(values)) out.Value(labels, {{"source", TierName(tier)}}, *v);
+      }
+    }
+  }
+}
+
+void WriteNode(const Snapshot& s, MetricWriter& out) {
+  const NodeReading& n = s.node;
+  const std::vector<LabelRef> none;
+  out.Family("sockpressure_node_info", "Kernel release and cgroup mode of this node; always 1.", MetricKind::kGauge);
+  out.Value(none,
+            {{"kernel_release", n.kernel_release.value_or("unknown")}, {"cgroup_mode", CgroupModeName(s.cgroup_mode)}},
+            1);
+  if (n.swaps) {
+    out.Family("sockpressure_node_swap_enabled",
+               "1 when a swap area is active. With swap, hot anonymous memory is scanned but not reclaimed, which "
+               "is what makes vmpressure report false pressure.",
+               MetricKind::kGauge);
+    out.Value(none, {}, s.swap_enabled ? 1 : 0);
+    out.Family("sockpressure_node_swap_size_bytes", "Total size of active swap areas.", MetricKind::kGauge);
+    out.Value(none, {}, static_cast<double>(n.swaps->size_bytes));
+    out.Family("sockpressure_node_swap_used_bytes", "Used space of active swap areas.", MetricKind::kGauge);
+    out.Value(none, {}, static_cast<double>(n.swaps->used_bytes));
+  }
+  if (n.nosocket) {
+    out.Family("sockpressure_node_socket_accounting_enabled",
+               "0 when the kernel was booted with cgroup.memory=nosocket: sockets are not charged to memory "
+               "cgroups and memcg pressure cannot throttle them.",
+               MetricKind::kGauge);
+    out.Value(none, {}, s.socket_accounting_enabled ? 1 : 0);
+  }
+  if (s.tcp_memory_pressure) {
+    out.Family("sockpressure_node_tcp_memory_pressure",
+               "1 when TCP memory (sockstat TCP mem) exceeds net.ipv4.tcp_mem[1]: global TCP memory pressure, "
+               "which clamps every socket on the node (a different cause from memcg socket pressure).",
+               MetricKind::kGauge);
+    out.Value(none, {}, *s.tcp_memory_pressure ? 1 : 0);
+  }
+  if (n.tcp_mem_pages) {
+    out.Family("sockpressure_node_tcp_memory_pages", "Pages allocated to TCP socket buffers (sockstat TCP mem).",
+               MetricKind::kGauge);
+    out.Value(none, {}, static_cast<double>(*n.tcp_mem_pages));
+  }
+  if (n.tcp_mem_limits && n.tcp_mem_limits->size() == 3) {
+    out.Family("sockpressure_node_tcp_mem_limit_pages", "net.ipv4.tcp_mem thresholds in pages.",
+               MetricKind::kGauge);
+    const char* names[] = {"min", "pressure", "max"};
+    for (int i = 0; i < 3; ++i) out.Value(none, {{"threshold", names[i]}}, static_cast<double>((*n.tcp_mem_limits)[i]));
+  }
+  for (absl::string_view name : ExportedTcpExtCounters()) {
+    auto it = n.tcp_ext.find(name);
+    if (it == n.tcp_ext.end()) continue;
+    if (name == "TCPMemoryPressuresChrono") {
+      out.Family("sockpressure_node_tcp_memory_pressure_seconds_total",
+                 "Time the node spent under global TCP memory pressure (TcpExt TCPMemoryPressuresChrono).",
+                 MetricKind::kCounter);
+      out.Value(none, {}, static_cast<double>(it->second) / 1000.0);
+      continue;
+    }
+    out.Family(absl::StrCat("sockpressure_node_tcp_", TcpExtMetricPart(name), "_total"),
+               absl::StrCat("TcpExt ", name, " from /proc/net/netstat (node-wide; does not count memcg socket "
+                                             "pressure)."),
+               MetricKind::kCounter);
+    out.Value(none, {}, static_cast<double>(it->second));
+  }
+  if (n.vm_pgscan) {
+    out.Family("sockpressure_node_vmscan_scanned_pages_total",
+               "Pages scanned by reclaim on the whole node (/proc/vmstat pgscan_*, without proactive).",
+               MetricKind::kCounter);
+    out.Value(none, {}, static_cast<double>(*n.vm_pgscan));
+    out.Family("sockpressure_node_vmscan_reclaimed_pages_total",
+               "Pages reclaimed on the whole node (/proc/vmstat pgsteal_*, without proactive).", MetricKind::kCounter);
+    out.Value(none, {}, static_cast<double>(n.vm_pgsteal.value_or(0)));
+  }
+  if (n.psi_some || n.psi_full) {
+    out.Family("sockpressure_node_psi_memory_stall_seconds_total",
+               "Time tasks on the node stalled on memory (/proc/pressure/memory total).", MetricKind::kCounter);
+    if (n.psi_some) out.Value(none, {{"kind", "some"}}, static_cast<double>(n.psi_some->total_us) / 1e6);
+    if (n.psi_full) out.Value(none, {{"kind", "full"}}, static_cast<double>(n.psi_full->total_us) / 1e6);
+  }
+}
+
+void WriteAgent(const Snapshot& s, const BuildInfo& build, MetricWriter& out) {
+  const std::vector<LabelRef> none;
+  out.Family("sockpressure_build_info", "Version of sockpressure_exporter; always 1.", MetricKind::kGauge);
+  out.Value(none, {{"version", build.version}, {"revision", build.revision}, {"compiler", build.compiler}}, 1);
+
+  out.Family("sockpressure_signal_source",
+             "1 for the source (tier) that produced each signal in the last sample; source=\"none\" when no tier "
+             "can produce it on this node.",
+             MetricKind::kGauge);
+  for (int i = 0; i < kSignalCount; ++i) {
+    out.Value(none, {{"signal", SignalName(static_cast<Signal>(i))}, {"source", TierName(s.signal_tier[i])}}, 1);
+  }
+
+  out.Family("sockpressure_collector_success", "1 when the collector's last run succeeded.", MetricKind::kGauge);
+  for (const CollectorResult& c : s.collectors) out.Value(none, {{"collector", c.name}}, c.success ? 1 : 0);
+  out.Family("sockpressure_collector_duration_seconds", "Wall time of the collector's last run.", MetricKind::kGauge);
+  for (const CollectorResult& c : s.collectors) out.Value(none, {{"collector", c.name}}, c.duration_seconds);
+
+  out.Family("sockpressure_cgroups_tracked", "Memory cgroups with series.", MetricKind::kGauge);
+  out.Value(none, {}, static_cast<double>(s.cgroups.size()));
+  out.Family("sockpressure_cgroups_untracked", "Memory cgroups beyond --cgroup.max, not read in the last sample.",
+             MetricKind::kGauge);
+  out.Value(none, {}, static_cast<double>(s.cgroups_untracked));
+  out.Family("sockpressure_cgroups_overflow_total", "Samples in which --cgroup.max left cgroups out.",
+             MetricKind::kCounter);
+  out.Value(none, {}, static_cast<double>(s.cgroups_overflow_total));
+  out.Family("sockpressure_samples_total", "Sampling cycles completed.", MetricKind::kCounter);
+  out.Value(none, {}, static_cast<double>(s.samples_total));
+  out.Family("sockpressure_sample_cpu_seconds", "CPU time of the last sampling cycle.", MetricKind::kGauge);
+  out.Value(none, {}, s.sample_cpu_seconds);
+  out.Family("sockpressure_last_sample_timestamp_seconds", "Unix time of the last sample.", MetricKind::kGauge);
+  out.Value(none, {}, static_cast<double>(s.unix_millis) / 1000.0);
+
+  if (!s.probes.empty()) {
+    out.Family("sockpressure_probe_attached",
+               "1 when the eBPF probe is attached at this attach type, 0 when it was tried and skipped (see the log).",
+               MetricKind::kGauge);
+    for (const ProbeStatus& p : s.probes) out.Value(none, {{"probe", p.probe}, {"attach", p.attach}}, p.attached);
+    out.Family("sockpressure_bpf_events_lost_total", "Events the eBPF programs could not record (map full).",
+               MetricKind::kCounter);
+    out.Value(none, {}, static_cast<double>(s.events_lost));
+  }
+  if (!s.program_stats.empty()) {
+    out.Family("sockpressure_bpf_program_runs_total", "Runs of each eBPF program (kernel.bpf_stats_enabled=1).",
+               MetricKind::kCounter);
+    for (const ProgramStats& p : s.program_stats) {
+      out.Value(none, {{"program", p.program}}, static_cast<double>(p.run_count));
+    }
+    out.Family("sockpressure_bpf_program_run_seconds_total",
+               "Time spent in each eBPF program (kernel.bpf_stats_enabled=1).", MetricKind::kCounter);
+    for (const ProgramStats& p : s.program_stats) {
+      out.Value(none, {{"program", p.program}}, static_cast<double>(p.run_time_ns) / 1e9);
+    }
+  }
+}
+
+}  // namespace
+
+std::string TcpExtMetricPart(absl::string_view name) {
+  if (absl::StartsWith(name, "TCP")) name.remove_prefix(3);
+  auto is_upper = [&](size_t i) { return i < name.size() && std::isupper(static_cast<unsigned char>(name[i])); };
+  auto is_lower = [&](size_t i) { return i < name.size() && std::islower(static_cast<unsigned char>(name[i])); };
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    // A word starts at an upper-case letter after a lower-case one
+    // ("PruneCalled"), or at the last capital of an acronym that is followed
+    // by lower case ("RcvQDrop" -> rcv_q_drop, "OFODrop" -> ofo_drop).
+    if (i > 0 && is_upper(i) && (is_lower(i - 1) || (is_upper(i - 1) && is_lower(i + 1)))) out += '_';
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+  }
+  return out;
+}
+
+void WriteSnapshotMetrics(const Snapshot& snapshot, const BuildInfo& build, const EmitOptions& options,
+                          MetricWriter& out) {
+  WriteCgroupFamilies(snapshot, out);
+  if (options.all_tiers) WriteAllTiers(snapshot, out);
+  WriteNode(snapshot, out);
+  WriteAgent(snapshot, build, out);
+}
+
+}  // namespace sockpressure

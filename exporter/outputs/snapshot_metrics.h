@@ -1,0 +1,29 @@
+// Writes a Snapshot as Prometheus metric families (names: docs/metrics.md).
+#pragma once
+
+#include "absl/strings/string_view.h"
+#include <string>
+
+#include "exporter/outputs/metric_writer.h"
+#include "exporter/state/snapshot.h"
+
+namespace sockpressure {
+
+struct BuildInfo {
+  std::string version;
+  std::string revision;
+  std::string compiler;
+};
+
+struct EmitOptions {
+  bool all_tiers = false;  // --signal.all-tiers: sockpressure_tier_*{source}
+};
+
+// Thread-safe: reads only its arguments.
+void WriteSnapshotMetrics(const Snapshot& snapshot, const BuildInfo& build, const EmitOptions& options,
+                          MetricWriter& out);
+
+// "TCPRcvQDrop" -> "rcv_q_drop": TcpExt names as metric name parts.
+std::string TcpExtMetricPart(absl::string_view tcp_ext_name);
+
+}  // namespace sockpressure

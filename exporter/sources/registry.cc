@@ -1,0 +1,27 @@
+// The list of collectors linked into the binary. Order matters: cgroupfs
+// runs first because the other sources resolve cgroup ids through the
+// cgroups it found in the same sample.
+#include "exporter/sources/cgroupfs_source.h"
+#include "exporter/sources/procfs_sources.h"
+#include "exporter/sources/source.h"
+
+namespace sockpressure {
+
+const std::vector<SourceRegistration>& RegisteredSources() {
+  static const std::vector<SourceRegistration> sources = {
+      {"cgroupfs", true, "memory cgroup hierarchy: memory.stat, memory.events, memory.pressure, limits",
+       [](const SourceContext& ctx) { return NewCgroupfsSource(ctx.paths, {ctx.max_cgroups}); }},
+      {"kernel", true, "kernel release and cgroup.memory=nosocket from the command line",
+       [](const SourceContext& ctx) { return NewKernelSource(ctx.paths); }},
+      {"swaps", true, "active swap areas (/proc/swaps)", [](const SourceContext& ctx) { return NewSwapsSource(ctx.paths); }},
+      {"netstat", true, "TcpExt pruning, collapse, memory-pressure and zero-window counters",
+       [](const SourceContext& ctx) { return NewNetstatSource(ctx.paths); }},
+      {"sockstat", true, "global TCP memory against net.ipv4.tcp_mem",
+       [](const SourceContext& ctx) { return NewSockstatSource(ctx.paths); }},
+      {"vmstat", true, "node-wide reclaim (/proc/vmstat) and memory PSI",
+       [](const SourceContext& ctx) { return NewVmstatSource(ctx.paths); }},
+  };
+  return sources;
+}
+
+}  // namespace sockpressure

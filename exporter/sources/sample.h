@@ -1,0 +1,128 @@
+// One sample: everything the sources read during one sampling interval.
+//
+// Sources fill a Sample; the state layer (exporter/state) turns consecutive
+// samples into per-cgroup state and an immutable Snapshot. A Sample is owned
+// by the sampler thread and is never shared, so it needs no locking.
+#pragma once
+
+#include "absl/strings/string_view.h"
+#include <array>
+#include <bitset>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "exporter/common/parse.h"
+#include "exporter/sources/signals.h"
+
+namespace sockpressure {
+
+enum class CgroupMode { kUnknown, kUnified, kHybrid, kLegacy };
+absl::string_view CgroupModeName(CgroupMode mode);
+
+// One memory cgroup as read from cgroupfs. Counters are as the kernel reports
+// them: memory.stat is hierarchical on v2 (includes descendants).
+struct CgroupReading {
+  std::string path;    // relative to the memory hierarchy root, "/" for the root
+  uint64_t id = 0;     // cgroup id == inode of the directory == kernfs id
+  int parent = -1;     // index into Sample::cgroups, -1 for the root
+  bool v1 = false;     // read from the cgroup v1 memory hierarchy
+
+  // memory.stat (v2): reclaim activity, hierarchical.
+  std::optional<uint64_t> pgscan, pgsteal, pgscan_proactive, pgsteal_proactive;
+  // memory.stat sizes in bytes (v2 names; v1 rss/cache/swap are mapped).
+  std::optional<uint64_t> anon_bytes, file_bytes, sock_bytes, swap_bytes;
+  // memory.current/max/high/low/min, memory.swap.current/max (v1: usage/limit).
+  std::optional<uint64_t> memory_current, memory_max, memory_high, memory_low, memory_min;
+  std::optional<uint64_t> swap_current, swap_max;
+  // memory.events (hierarchical) and memory.events.local.
+  std::optional<uint64_t> events_oom_kill, events_high, events_max;
+  std::optional<uint64_t> sock_throttled_local;  // 6.19+
+  // memory.pressure.
+  std::optional<PsiLine> psi_some, psi_full;
+  // v1 only: memory.kmem.tcp.* (v1 sockets are throttled by tcpmem pressure).
+  std::optional<uint64_t> kmem_tcp_usage, kmem_tcp_limit, kmem_tcp_failcnt;
+};
+
+// Node-wide readings from procfs.
+struct NodeReading {
+  std::optional<std::string> kernel_release;
+  std::optional<bool> nosocket;            // cgroup.memory=nosocket on the command line
+  std::optional<Swaps> swaps;
+  std::map<std::string, uint64_t, std::less<>> tcp_ext;   // /proc/net/netstat TcpExt
+  std::optional<uint64_t> tcp_mem_pages;                  // sockstat "TCP: mem"
+  std::optional<std::vector<uint64_t>> tcp_mem_limits;    // tcp_mem min/pressure/max (pages)
+  std::optional<uint64_t> vm_pgscan, vm_pgsteal;          // /proc/vmstat sums
+  std::optional<PsiLine> psi_some, psi_full;              // /proc/pressure/memory
+};
+
+// Per-cgroup values from the tiers above memory.stat (eBPF, sock_diag).
+// Counters are cumulative as kept by the source (e.g. a BPF map); the state
+// layer turns them into deltas, so a source may restart from zero.
+struct ReclaimCounters {
+  uint64_t scanned = 0, reclaimed = 0;
+  uint64_t windows[3] = {0, 0, 0};  // low, medium, critical
+  uint64_t assertions = 0;          // socket_pressure deadline moved forward
+};
+struct PressureState {
+  bool active = false;       // deadline in the future right now
+  uint64_t assertions = 0;   // new deadlines seen (cumulative)
+  double seconds = 0;        // time under pressure (cumulative)
+};
+struct ClampCounters {
+  uint64_t clamps = 0;  // clamp transitions (cumulative)
+};
+struct SocketCensus {
+  uint64_t sockets = 0, clamped = 0;  // gauges
+};
+
+// What a probe did at start-up, for sockpressure_probe_attached.
+struct ProbeStatus {
+  std::string probe;   // e.g. "vmpressure"
+  std::string attach;  // e.g. "fentry"
+  bool attached = false;
+};
+
+// In-kernel cost of one BPF program (kernel.bpf_stats_enabled).
+struct ProgramStats {
+  std::string program;
+  uint64_t run_count = 0;
+  uint64_t run_time_ns = 0;
+};
+
+template <typename T>
+using ByTier = std::map<Tier, std::unordered_map<uint64_t, T>>;  // tier -> cgroup id -> value
+
+struct Sample {
+  double monotonic_seconds = 0;  // CLOCK_MONOTONIC when the sample started
+  int64_t unix_millis = 0;
+
+  CgroupMode cgroup_mode = CgroupMode::kUnknown;
+  std::vector<CgroupReading> cgroups;  // parents before children (breadth-first)
+  size_t cgroups_skipped = 0;          // beyond --cgroup.max, not read
+  NodeReading node;
+
+  ByTier<ReclaimCounters> reclaim;
+  ByTier<PressureState> pressure;
+  ByTier<ClampCounters> clamps;
+  ByTier<SocketCensus> census;
+
+  // Which tiers produced each signal in this sample. A live tier with no
+  // entry for a cgroup means "nothing happened there", not "unknown".
+  std::array<std::bitset<kTierCount>, kSignalCount> live{};
+  void MarkLive(Signal s, Tier t) { live[static_cast<int>(s)].set(static_cast<int>(t)); }
+  bool IsLive(Signal s, Tier t) const { return live[static_cast<int>(s)].test(static_cast<int>(t)); }
+
+  std::vector<ProbeStatus> probes;
+  std::vector<ProgramStats> program_stats;
+  uint64_t events_lost = 0;  // cumulative, from all BPF sources
+
+  // Index of a cgroup id in `cgroups`, or -1. Valid after the cgroupfs source ran.
+  int IndexOfId(uint64_t id) const;
+  std::unordered_map<uint64_t, int> id_index;
+};
+
+}  // namespace sockpressure

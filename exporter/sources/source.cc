@@ -1,0 +1,45 @@
+#include "absl/strings/string_view.h"
+#include "exporter/sources/source.h"
+
+#include "exporter/common/file_reader.h"
+
+namespace sockpressure {
+namespace {
+
+class FunctionSource final : public Source {
+ public:
+  FunctionSource(std::string name, std::function<absl::Status(Sample&)> collect)
+      : name_(std::move(name)), collect_(std::move(collect)) {}
+  absl::string_view name() const override { return name_; }
+  absl::Status Collect(Sample& sample) override { return collect_(sample); }
+
+ private:
+  std::string name_;
+  std::function<absl::Status(Sample&)> collect_;
+};
+
+}  // namespace
+
+std::unique_ptr<Source> MakeFunctionSource(std::string name, std::function<absl::Status(Sample&)> collect) {
+  return std::make_unique<FunctionSource>(std::move(name), std::move(collect));
+}
+
+absl::StatusOr<std::string> ReadProcFile(const std::string& root, absl::string_view relative) {
+  return ReadFileToString(JoinPath(root, relative));
+}
+
+int Sample::IndexOfId(uint64_t id) const {
+  auto it = id_index.find(id);
+  return it == id_index.end() ? -1 : it->second;
+}
+
+absl::string_view CgroupModeName(CgroupMode mode) {
+  switch (mode) {
+    case CgroupMode::kUnified: return "unified";
+    case CgroupMode::kHybrid: return "hybrid";
+    case CgroupMode::kLegacy: return "legacy";
+    default: return "unknown";
+  }
+}
+
+}  // namespace sockpressure

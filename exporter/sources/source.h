@@ -1,0 +1,68 @@
+// A Source reads one kind of kernel data into a Sample (node_exporter calls
+// these collectors). One source per file under exporter/sources/.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "exporter/sources/sample.h"
+
+namespace sockpressure {
+
+// Injectable filesystem roots (--path.*), so tests run on fixture trees.
+struct Paths {
+  std::string procfs = "/proc";
+  std::string sysfs = "/sys";
+  std::string cgroupfs = "/sys/fs/cgroup";
+};
+
+// Not thread-safe: the sampler thread is the only caller of Collect().
+class Source {
+ public:
+  virtual ~Source() = default;
+  // Collector name, used in --collector.NAME and the `collector` label.
+  virtual absl::string_view name() const = 0;
+  // Reads into `sample`. Return OK also when the feature is absent on this
+  // kernel (absence is not a failure); return an error when something the
+  // kernel has could not be read or parsed. Data read before an error is
+  // kept in the sample.
+  virtual absl::Status Collect(Sample& sample) = 0;
+};
+
+// What a source factory gets from the command line.
+struct SourceContext {
+  Paths paths;
+  size_t max_cgroups = 5000;
+  double interval_seconds = 1.0;
+};
+
+using SourceFactory = std::function<std::unique_ptr<Source>(const SourceContext&)>;
+
+struct SourceRegistration {
+  std::string name;
+  bool enabled_by_default;
+  std::string help;  // shown in --help for --collector.NAME
+  SourceFactory factory;
+};
+
+// All sources linked into the binary, in collection order (cgroupfs first:
+// the others resolve cgroup ids through it).
+const std::vector<SourceRegistration>& RegisteredSources();
+
+}  // namespace sockpressure
+
+namespace sockpressure {
+
+// A Source made of a name and a function, for the small procfs collectors.
+std::unique_ptr<Source> MakeFunctionSource(std::string name, std::function<absl::Status(Sample&)> collect);
+
+// Reads <root>/<relative>: NotFound means the kernel lacks the file, which a
+// collector treats as "feature absent" (OK) rather than a failure.
+absl::StatusOr<std::string> ReadProcFile(const std::string& root, absl::string_view relative);
+
+}  // namespace sockpressure

@@ -1,0 +1,90 @@
+// The immutable result of one sampling cycle. The sampler builds a new
+// Snapshot after every sample and publishes it with one atomic pointer swap;
+// outputs (HTTP /metrics, JSON API, alert push) only ever read snapshots, so
+// a scrape never blocks on cgroupfs and never sees half an update.
+// Thread-safe: const after construction, shared via shared_ptr<const>.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exporter/sources/sample.h"
+#include "exporter/sources/signals.h"
+#include "exporter/state/vmpressure_window.h"
+
+namespace sockpressure {
+
+using LabelPairs = std::vector<std::pair<std::string, std::string>>;
+
+// What one tier says about one cgroup (totals are agent-side cumulative).
+struct TierValues {
+  uint64_t scanned_total = 0, reclaimed_total = 0;
+  uint64_t windows_total[3] = {0, 0, 0};
+  std::optional<double> ratio;  // last completed window
+  uint64_t pressure_events_total = 0;
+  double pressure_seconds_total = 0;
+  bool pressure_asserted = false;  // this cgroup's own deadline is live
+  uint64_t clamps_total = 0;
+  std::optional<SocketCensus> census;
+  std::optional<uint64_t> sock_throttled_total;
+};
+
+struct CgroupView {
+  std::string path;
+  uint64_t id = 0;
+  int parent = -1;  // index into Snapshot::cgroups
+  bool v1 = false;
+  LabelPairs identity;  // namespace/pod/container when known (issue: k8s identity)
+
+  // Best tier per signal for this cgroup (Tier::kNone = no data).
+  std::array<Tier, kSignalCount> tier{};
+  TierValues best;
+  bool pressure_active = false;  // own or an ancestor's socket pressure is live
+  // Every tier that produced data, for --signal.all-tiers and the lab.
+  std::map<Tier, TierValues> tiers;
+
+  // Sizes and context straight from cgroupfs.
+  std::optional<uint64_t> anon_bytes, file_bytes, sock_bytes, swap_bytes;
+  std::optional<uint64_t> memory_current, memory_max, memory_high, memory_low, memory_min, swap_max;
+  std::optional<uint64_t> events_oom_kill;
+  std::optional<PsiLine> psi_some, psi_full;
+  std::optional<uint64_t> kmem_tcp_usage, kmem_tcp_limit, kmem_tcp_failcnt;
+};
+
+struct CollectorResult {
+  std::string name;
+  bool success = false;
+  double duration_seconds = 0;
+  std::string error;  // empty when success
+};
+
+struct Snapshot {
+  uint64_t sequence = 0;
+  int64_t unix_millis = 0;
+  double interval_seconds = 0;
+
+  CgroupMode cgroup_mode = CgroupMode::kUnknown;
+  NodeReading node;
+  bool swap_enabled = false;
+  bool socket_accounting_enabled = true;  // false with cgroup.memory=nosocket
+  std::optional<bool> tcp_memory_pressure;  // global tcp_mem pressure
+
+  std::vector<CgroupView> cgroups;  // parents before children
+  std::array<Tier, kSignalCount> signal_tier{};  // best tier live on this node
+
+  std::vector<CollectorResult> collectors;
+  std::vector<ProbeStatus> probes;
+  std::vector<ProgramStats> program_stats;
+  uint64_t events_lost = 0;
+  size_t cgroups_untracked = 0;
+  uint64_t cgroups_overflow_total = 0;
+  uint64_t samples_total = 0;
+  double sample_cpu_seconds = 0;  // CPU time of the last sampling cycle
+};
+
+}  // namespace sockpressure

@@ -1,0 +1,44 @@
+// ballast: keep N MiB of anonymous memory hot, forever.
+//
+// Why: the throttling needs a cgroup whose anon pages reclaim keeps scanning
+// but cannot free (they are referenced again before the next scan), so that
+// vmpressure sees scanned >> reclaimed for that cgroup.  The pages are filled
+// with pseudo-random bytes so zram cannot store them as same-filled pages and
+// swapping them out costs real work, as in production.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: ballast MIB\n");
+    return 2;
+  }
+  size_t mib = strtoul(argv[1], NULL, 10);
+  size_t len = mib << 20;
+  long page = sysconf(_SC_PAGESIZE);
+  unsigned char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    perror("ballast: mmap");
+    return 1;
+  }
+  // xorshift64: cheap, incompressible enough for zram's lzo-rle.
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (size_t i = 0; i < len; i += 8) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *(uint64_t *)(p + i) = x;
+  }
+  printf("ballast: %zu MiB resident\n", mib);
+  fflush(stdout);
+  // Touch every page in a loop: a write per page sets the accessed bit, so
+  // each reclaim scan finds the page referenced and rotates it instead of
+  // freeing it.  Writing (not just reading) also keeps swapped-in pages dirty.
+  for (uint64_t round = 0;; round++) {
+    for (size_t i = 0; i < len; i += (size_t)page) p[i] = (unsigned char)round;
+  }
+}

@@ -1,0 +1,54 @@
+// randread: random block reads over a file, forever (like fio randread).
+//
+// Why random and larger than RAM: a sequential use-once stream keeps the
+// kernel's cache_trim_mode on and reclaim then scans file pages only, so the
+// other cgroup's anon is never scanned and nothing throttles.  Random
+// re-reads of a file bigger than memory cause refaults / workingset
+// activations, which turns off cache trimming and makes reclaim scan anon LRUs
+// of every cgroup, including the ballast's.
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: randread FILE [BLOCK_KIB]\n");
+    return 2;
+  }
+  size_t bs = (argc > 2 ? strtoul(argv[2], NULL, 10) : 64) << 10;
+  int fd = open(argv[1], O_RDONLY);
+  if (fd < 0) {
+    perror("randread: open");
+    return 1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < bs) {
+    fprintf(stderr, "randread: file too small\n");
+    return 1;
+  }
+  uint64_t blocks = (uint64_t)st.st_size / bs;
+  char *buf = malloc(bs);
+  uint64_t x = (uint64_t)time(NULL) | 1, n = 0;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    if (pread(fd, buf, bs, (off_t)((x % blocks) * bs)) < 0) {
+      perror("randread: pread");
+      return 1;
+    }
+    // Report the rate now and then so a stalled disk is visible in the log.
+    if (++n % 4096 == 0) {
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      double s = (t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9;
+      printf("randread: %.1f MB/s\n", n * bs / s / 1e6);
+      fflush(stdout);
+    }
+  }
+}
