@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Deployment bundle checks: kustomize render, offline Kubernetes schema validation, yamllint,
+generated files in sync with alerts/ and dashboards/, the DaemonSet's security and wiring
+choices, and the systemd unit.
+
+Exit 77 (ctest SKIP) when kubectl, node/npm or yamllint is missing; 1 on any failure.
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+BASE = os.path.join(ROOT, "deploy", "base")
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL:", msg)
+
+
+def check(cond, msg):
+    if cond:
+        print("ok  ", msg)
+    else:
+        fail(msg)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, **kw)
+
+
+def need(tool, why):
+    if not shutil.which(tool):
+        print(f"SKIP: {tool} not found ({why})")
+        sys.exit(77)
+
+
+def main():
+    need("kubectl", "renders deploy/base with `kubectl kustomize`")
+    need("node", "runs the kubernetes-models schema validation")
+    need("yamllint", "Debian package yamllint")
+
+    # --- generated files ---------------------------------------------------
+    p = run([sys.executable, "deploy/generate.py", "--check"])
+    print(p.stdout + p.stderr)
+    check(p.returncode == 0, "deploy/base generated files match alerts/ and dashboards/")
+
+    # --- render ----------------------------------------------------------------
+    p = run(["kubectl", "kustomize", "deploy/base"])
+    if p.returncode != 0:
+        fail("kubectl kustomize deploy/base: " + p.stderr)
+        return 1
+    rendered = p.stdout
+    docs = [d for d in yaml.safe_load_all(rendered) if d]
+    by_kind = {}
+    for d in docs:
+        by_kind.setdefault(d["kind"], []).append(d)
+    print(f"rendered {len(docs)} objects: " + ", ".join(f"{k}x{len(v)}" for k, v in sorted(by_kind.items())))
+
+    # --- schema validation -------------------------------------------------------
+    if not os.path.isdir(os.path.join(HERE, "node_modules", "kubernetes-models")):
+        need("npm", "installs kubernetes-models into tests/monitoring/node_modules")
+        p = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HERE, capture_output=True, text=True)
+        if p.returncode != 0:
+            print("SKIP: npm ci failed (registry unreachable?):\n" + p.stderr[-2000:])
+            return 77
+    p = subprocess.run(["node", os.path.join(HERE, "validate-k8s.js")], input=rendered, capture_output=True,
+                       text=True)
+    print(p.stdout + p.stderr)
+    check(p.returncode == 0, "every rendered object validates against its Kubernetes / CRD schema")
+
+    # The validator must reject a broken object, or a green result means nothing.
+    bad = rendered.replace("containerPort: 19100", 'containerPort: "19100"')
+    p = subprocess.run(["node", os.path.join(HERE, "validate-k8s.js")], input=bad, capture_output=True, text=True)
+    check(p.returncode != 0 and "containerPort must be integer" in p.stdout,
+          "the validator rejects a string containerPort (sanity check of the validator)")
+
+    # --- yamllint ------------------------------------------------------------------
+    files = sorted(glob.glob(os.path.join(ROOT, "deploy", "**", "*.yaml"), recursive=True)
+                   + glob.glob(os.path.join(ROOT, "alerts", "*.yaml"))
+                   + glob.glob(os.path.join(HERE, "*.yaml")))
+    p = run(["yamllint", "-s", "-c", os.path.join(HERE, "yamllint.yaml")] + files)
+    print(p.stdout + p.stderr)
+    check(p.returncode == 0, f"yamllint (strict) on {len(files)} files")
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        f.write(rendered)
+        f.flush()
+        # kustomize emits unindented sequences; only that style rule is relaxed.
+        p = run(["yamllint", "-s", "-d", "{extends: default, rules: {line-length: disable, document-start: disable, "
+                 "indentation: {indent-sequences: whatever}}}", f.name])
+        print(p.stdout + p.stderr)
+        check(p.returncode == 0, "yamllint (strict) on the rendered bundle")
+
+    # --- PrometheusRule == alerts/ ------------------------------------------------
+    rules = yaml.safe_load(open(os.path.join(ROOT, "alerts", "sockpressure-rules.yaml")))
+    prs = by_kind.get("PrometheusRule", [])
+    check(len(prs) == 1 and prs[0]["spec"]["groups"] == rules["groups"],
+          "the rendered PrometheusRule's groups equal alerts/sockpressure-rules.yaml exactly")
+
+    # --- dashboards as ConfigMaps ---------------------------------------------------
+    dash_files = sorted(glob.glob(os.path.join(ROOT, "dashboards", "*.json")))
+    cms = [c for c in by_kind.get("ConfigMap", []) if c["metadata"].get("labels", {}).get("grafana_dashboard") == "1"]
+    check(len(dash_files) > 0 and len(cms) == len(dash_files),
+          f"{len(cms)} dashboard ConfigMaps labelled grafana_dashboard=1 for {len(dash_files)} dashboards/*.json")
+    for path in dash_files:
+        name = os.path.basename(path)
+        match = [c for c in cms if name in c.get("data", {})]
+        check(len(match) == 1 and match[0]["data"][name] == open(path).read(),
+              f"ConfigMap carries dashboards/{name} byte for byte")
+
+    # --- DaemonSet -------------------------------------------------------------------
+    ds = by_kind["DaemonSet"][0]
+    spec = ds["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    sc = c["securityContext"]
+    check(spec.get("tolerations") == [{"operator": "Exists"}], "tolerates every taint")
+    check(spec.get("hostPID") is True and spec.get("hostNetwork") is True, "hostPID and hostNetwork")
+    check(spec.get("automountServiceAccountToken") is False, "no service account token mounted")
+    check(sc.get("readOnlyRootFilesystem") is True and sc.get("allowPrivilegeEscalation") is False
+          and not sc.get("privileged"), "read-only root fs, no privilege escalation, not privileged")
+    want_caps = {"BPF", "PERFMON", "SYS_RESOURCE", "SYS_ADMIN", "SYS_PTRACE", "DAC_READ_SEARCH"}
+    check(sc["capabilities"].get("drop") == ["ALL"] and set(sc["capabilities"].get("add", [])) == want_caps,
+          "drop ALL, then add exactly " + ",".join(sorted(want_caps)))
+    # Each added capability must be justified by a comment right above it in the source.
+    src = open(os.path.join(BASE, "daemonset.yaml")).read().splitlines()
+    for cap in sc["capabilities"]["add"]:
+        i = next((n for n, line in enumerate(src) if line.strip() == f"- {cap}"), None)
+        check(i is not None and src[i - 1].strip().startswith("#"), f"capability {cap} has a comment saying why")
+    check({"name": "metrics", "containerPort": 19100, "protocol": "TCP"} in c["ports"],
+          "container port 19100 named metrics")
+    for a in ("--web.listen-address=:19100", "--path.procfs=/host/proc"):
+        check(a in c["args"], f"agent flag {a}")
+    for probe in ("livenessProbe", "readinessProbe"):
+        check(c[probe]["httpGet"] == {"path": "/healthz", "port": "metrics"}, f"{probe} on /healthz")
+    check(c["resources"] == {"requests": {"cpu": "50m", "memory": "64Mi"},
+                             "limits": {"cpu": "200m", "memory": "128Mi"}}, "requests 50m/64Mi, limits 200m/128Mi")
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    vols = {v["name"]: v for v in spec["volumes"]}
+    for path, host in (("/host/proc", "/proc"), ("/sys/kernel/btf", "/sys/kernel/btf"),
+                       ("/host/sys/fs/cgroup", "/sys/fs/cgroup")):
+        m = mounts.get(path)
+        check(m is not None and m.get("readOnly") is True and vols[m["name"]]["hostPath"]["path"] == host,
+              f"host {host} mounted read-only at {path}")
+    flags = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in c["args"] if "=" in a}
+    for flag in ("--path.procfs", "--path.sysfs", "--path.cgroupfs"):
+        check(flags.get(flag) in mounts or any(flags.get(flag, "").startswith(p + "/") for p in mounts)
+              or flags.get(flag) in ("/host/sys",), f"{flag}={flags.get(flag)} points into a mounted host path")
+    check(ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items(),
+          "DaemonSet selector matches its pod labels")
+
+    # --- Service / ServiceMonitor wiring --------------------------------------------
+    svc = by_kind["Service"][0]
+    sm = by_kind["ServiceMonitor"][0]
+    check(svc["spec"]["selector"].items() <= ds["spec"]["template"]["metadata"]["labels"].items(),
+          "Service selects the agent pods")
+    check(any(p["name"] == "metrics" and p["targetPort"] == "metrics" for p in svc["spec"]["ports"]),
+          "Service port metrics -> container port metrics")
+    check(sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
+          and sm["spec"]["endpoints"][0]["port"] == "metrics", "ServiceMonitor selects the Service's metrics port")
+    # Alerts key agent up/absent on job=<Service name> (prometheus-operator default).
+    rules_text = open(os.path.join(ROOT, "alerts", "sockpressure-rules.yaml")).read()
+    check(f'up{{job="{svc["metadata"]["name"]}"}}' in rules_text, "agent alerts select job=<Service name>")
+    cr = [r for r in by_kind.get("ClusterRole", []) if r["metadata"]["name"] == "sockpressure-exporter-kubelet"]
+    check(len(cr) == 1, "ClusterRole sockpressure-exporter-kubelet exists for kubelet access to be added")
+    namespaced = [d for d in docs if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding")]
+    check(all(d["metadata"].get("namespace") == "sockpressure" for d in namespaced),
+          "every namespaced object is in namespace sockpressure")
+
+    # --- systemd unit ----------------------------------------------------------------
+    unit = os.path.join(ROOT, "deploy", "systemd", "sockpressure-exporter.service")
+    if shutil.which("systemd-analyze"):
+        with tempfile.TemporaryDirectory() as d:
+            # verify/security want an existing executable; the syntax is what we check.
+            text = open(unit).read().replace("/usr/local/bin/sockpressure_exporter", "/bin/true")
+            tmp = os.path.join(d, "sockpressure-exporter.service")
+            open(tmp, "w").write(text)
+            p = run(["systemd-analyze", "security", "--offline=yes", tmp])
+            out = p.stdout + p.stderr
+            bad_lines = [line for line in out.splitlines() if "ignoring" in line or "Unknown" in line]
+            m = re.search(r"Overall exposure level for \S+: ([\d.]+)", out)
+            print(out.splitlines()[-1] if out else "")
+            check(p.returncode == 0 and not bad_lines, "systemd unit: every directive known " + "; ".join(bad_lines))
+            check(m is not None and float(m.group(1)) <= 4.0,
+                  f"systemd unit exposure level {m.group(1) if m else '?'} <= 4.0 (systemd-analyze security)")
+    else:
+        print("note: systemd-analyze not found; systemd unit not verified")
+        fail("systemd-analyze missing")
+    text = open(unit).read()
+    check("AmbientCapabilities=CAP_BPF CAP_PERFMON CAP_SYS_RESOURCE CAP_SYS_ADMIN CAP_SYS_PTRACE CAP_DAC_READ_SEARCH"
+          in text, "systemd unit grants the same capabilities as the DaemonSet")
+
+    if failures:
+        print(f"\n{len(failures)} failure(s)")
+        return 1
+    print("\ndeploy bundle OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
