@@ -291,7 +291,10 @@ def _seconds(duration):
 
 
 class _Dumper(yaml.SafeDumper):
-    pass
+    # Indent block sequences under their key, like the hand-written YAML here
+    # (and yamllint's default).
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
 
 
 def _str(dumper, s):
