@@ -31,11 +31,13 @@ FROM debian:bookworm-slim
 # sockpressure_exporter` resolves to (tests/monitoring/test_deploy.py checks
 # this list against the locally built binary):
 #   prometheus-cpp core, cpp-httplib (compiled library on Debian, pulls
-#   libssl3/libbrotli1), abseil, protobuf, libbpf (+libelf1, zlib1g).
+#   libssl3/libbrotli1), abseil, protobuf, libbpf (+libelf1, zlib1g), and
+#   libcrypt1 (crypt() for --web.config.file password hashes; only priority
+#   "optional", so not guaranteed in -slim).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libprometheus-cpp-core1.0 libcpp-httplib0.11 libabsl20220623 libprotobuf32 \
-      libbpf1 libelf1 zlib1g \
+      libbpf1 libelf1 zlib1g libcrypt1 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/sockpressure_exporter /usr/bin/sockpressure_exporter
 # Non-root by default: a plain `docker run` gets the memory.stat and procfs

@@ -53,7 +53,7 @@ CGROUPS = {
     "/workload.slice": {},
     # A: a proxy with lots of hot anon memory near its limit and socket buffers.
     "/workload.slice/proxy.service": {"anon": 700 * MiB, "file": 180 * MiB, "sock": 48 * MiB,
-                                      "max": 1024 * MiB, "low": 0, "swap": 200 * MiB},
+                                      "max": 1024 * MiB, "low": 0, "swap": 200 * MiB, "swap_max": 512 * MiB},
     # B: a cache that streams files; reclaim finds clean page cache easily.
     "/workload.slice/cache.service": {"anon": 50 * MiB, "file": 400 * MiB, "sock": 2 * MiB,
                                       "max": 512 * MiB, "low": 64 * MiB, "swap": 0},
@@ -195,7 +195,8 @@ class Sim:
         write(os.path.join(d, "memory.low"), f"{CGROUPS[c].get('low') or 0}\n")
         write(os.path.join(d, "memory.min"), "0\n")
         write(os.path.join(d, "memory.swap.current"), f"{self.size(c, 'swap') if 'swap' in CGROUPS[c] or children(c) else 0}\n")
-        write(os.path.join(d, "memory.swap.max"), "max\n")
+        smax = CGROUPS[c].get("swap_max")
+        write(os.path.join(d, "memory.swap.max"), f"{smax}\n" if smax else "max\n")
         st_local = self.throttled[c]
         st = self.hier(self.throttled, c)
         extra_l = f"sock_throttled {st_local}\n" if self.sock_throttled else ""
