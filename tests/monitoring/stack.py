@@ -134,7 +134,7 @@ class Stack:
         self.start("agent", [agent, f"--web.listen-address=127.0.0.1:{self.agent_port}",
                              f"--path.procfs={self.sim_root}/procfs", f"--path.sysfs={self.sim_root}/sysfs",
                              f"--path.cgroupfs={self.sim_root}/cgroupfs", "--sample.interval=1s",
-                             "--no-collector.bpf", "--log.level=info"])
+                             "--log.level=info"] + self.no_bpf_flag(agent))
         wait_for(lambda: http_get(f"http://{self.instance}/healthz") is not None, 30, "agent /healthz")
 
         # 3. alertmanager + webhook
@@ -196,6 +196,13 @@ rule_files: ['{rules_path}']
                                   f"--web.listen-address=127.0.0.1:{self.prom_port}", "--rules.alert.resend-delay=1s",
                                   "--log.level=warn"])
         wait_for(lambda: http_get(f"{self.prom}/-/ready"), 30, "prometheus ready")
+
+    @staticmethod
+    def no_bpf_flag(agent):
+        # The simulated tree has no kernel behind it: keep the agent on its file tiers. Builds
+        # without the BPF collector have no such flag (and reject unknown flags).
+        h = subprocess.run([agent, "--help"], capture_output=True, text=True)
+        return ["--no-collector.bpf"] if "collector.bpf" in h.stdout + h.stderr else []
 
     @property
     def prom(self):

@@ -109,6 +109,8 @@ def main():
         m = re.match(desc, ann.get("description", ""))
         if not m:
             fail(f"{name}: description {ann.get('description')!r} does not match {desc}")
+        elif not 0 < float(m.group(1)) <= 100:
+            fail(f"{name}: description gives {m.group(1)}% of the time, not a fraction of time")
         else:
             print(f"ok   {name}: labels and annotations as in the rule; description says {m.group(1)}%")
 

@@ -47,7 +47,6 @@ NOT_IN_SIM = {
     "sockpressure_bpf_program_run_seconds_total": "eBPF only, with kernel.bpf_stats_enabled=1",
     "sockpressure_bpf_events_lost_total": "eBPF only",
     "sockpressure_cgroups_overflow_total": "only after --cgroup.max dropped cgroups",
-    "sockpressure_memcg_socket_pressure_events_total": "may be absent on the memory.stat tier (estimate)",
 }
 
 # What the alert expressions must evaluate to on the simulated node (None: timing-dependent).
@@ -111,7 +110,8 @@ def substitute(expr, scope, instance):
 
 def main():
     agent = stack.find_agent(sys.argv[1] if len(sys.argv) > 1 else None)
-    s = stack.Stack(agent)
+    # --sock-throttled: also model the 6.19 memory.events key, so sock_throttled panels get data.
+    s = stack.Stack(agent, sim_args=("--sock-throttled",))
     s.wait_first_scrape()
     print(f"first scrape {time.monotonic() - s.t0:.1f}s after start; collecting 25 s of samples")
     time.sleep(25)
@@ -125,7 +125,17 @@ def main():
     records = {r["record"] for g in rules["groups"] for r in g["rules"] if "record" in r}
     contract_names = contract.metric_names()
     known = contract_names | records | {"up"}
-    produced = exported | records | {"up"}
+    # A recording rule only produces data if every metric it reads is exported (iterate: records
+    # can read records).
+    rec_expr = {r["record"]: r["expr"] for g in rules["groups"] for r in g["rules"] if "record" in r}
+    produced = exported | {"up"}
+    while True:
+        more = {n for n, e in rec_expr.items() if n not in produced and contract.metric_names_in_expr(e) <= produced}
+        if not more:
+            break
+        produced |= more
+    for m in sorted(set(NOT_IN_SIM) & produced):
+        print(f"note: NOT_IN_SIM lists {m}, but this agent build exports it")
     for m in sorted(exported):
         if m.startswith("sockpressure_") and m not in contract_names and not re.match(r"sockpressure_tier_", m):
             print(f"note: agent exports {m}, which docs/metrics.md does not list")
@@ -194,6 +204,14 @@ def main():
     ratio = {x["metric"]["cgroup"]: float(x["value"][1]) for x in
              s.query('cgroup:sockpressure_memcg_scan_without_reclaim:ratio_rate5m', now)["data"]["result"]}
     print(f"scan-without-reclaim ratio: A={ratio.get(A)} B={ratio.get(B)}")
+    others = {c: v for c, v in ratio.items() if c not in (A, B)}
+    if others:
+        # Parents scan nothing of their own in the simulator; a ratio there comes from reading a
+        # parent's and its children's hierarchical memory.stat at different moments (local =
+        # parent - sum(children)). Reported, not failed: the kernel's files are not atomic either.
+        scanned = {x["metric"]["cgroup"]: x["value"][1] for x in s.query(
+            "sockpressure_memcg_reclaim_scanned_pages_total", now)["data"]["result"] if x["metric"]["cgroup"] in others}
+        print(f"note: ratio also recorded for {others}; their local scanned counters: {scanned}")
     if not (ratio.get(A, 0) > 0.99 and ratio.get(B, 1) < 0.01):
         fail(f"expected ratio ~0.9995 for {A} and 0 for {B}, got {ratio}")
     press = {x["metric"]["cgroup"]: float(x["value"][1]) for x in
