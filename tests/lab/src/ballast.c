@@ -9,15 +9,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: ballast MIB\n");
+    fprintf(stderr, "usage: ballast MIB [PASS_MS]\n");
     return 2;
   }
   size_t mib = strtoul(argv[1], NULL, 10);
   size_t len = mib << 20;
+  // A pass over all pages at most every PASS_MS: reclaim needs seconds to cycle through A's
+  // inactive list, so touching each page every few hundred ms keeps all of it referenced at every
+  // scan, without burning a whole vCPU (under TCG that CPU is what the receiver and the page-cache
+  // load need; 0 = touch continuously, as the first prototype did).
+  long pass_ms = argc > 2 ? strtol(argv[2], NULL, 10) : 0;
   long page = sysconf(_SC_PAGESIZE);
   unsigned char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -39,6 +45,11 @@ int main(int argc, char **argv) {
   // each reclaim scan finds the page referenced and rotates it instead of
   // freeing it.  Writing (not just reading) also keeps swapped-in pages dirty.
   for (uint64_t round = 0;; round++) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (size_t i = 0; i < len; i += (size_t)page) p[i] = (unsigned char)round;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long spent_ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    if (pass_ms > spent_ms) usleep((useconds_t)(pass_ms - spent_ms) * 1000);
   }
 }

@@ -32,7 +32,8 @@ int main(int argc, char **argv) {
   }
   uint64_t blocks = (uint64_t)st.st_size / bs;
   char *buf = malloc(bs);
-  uint64_t x = (uint64_t)time(NULL) | 1, n = 0;
+  // Seeded per process: parallel readers must not read the same sequence.
+  uint64_t x = (((uint64_t)time(NULL) << 20) ^ ((uint64_t)getpid() * 0x9e3779b97f4a7c15ull)) | 1, n = 0;
   struct timespec t0, t;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;) {
