@@ -127,7 +127,7 @@ void KubeIdentityResolver::Adopt(const Published& list, Clock::time_point now) {
 }
 
 void KubeIdentityResolver::Sweep(Clock::time_point now) {
-  next_sweep_ = now + ToChrono(std::max(absl::Seconds(1), options_.forget_after / 4));
+  next_sweep_ = now + ToChrono(options_.forget_after / 4);
   const Clock::time_point cutoff = now - ToChrono(options_.forget_after);
   std::unordered_set<std::string> referenced;
   for (auto it = paths_.begin(); it != paths_.end();) {
