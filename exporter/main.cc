@@ -4,6 +4,7 @@
 //
 // Data flows one way: sources -> sampler -> state -> snapshot -> outputs.
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include "absl/time/time.h"
 #include "exporter/cli/flag_set.h"
 #include "exporter/common/logging.h"
+#include "exporter/identity/kubelet_client.h"
 #include "exporter/outputs/http_server.h"
 #include "exporter/outputs/metrics_endpoint.h"
 #include "exporter/sampler/sampler.h"
@@ -34,6 +36,7 @@ struct Options {
   bool all_tiers = false;
   std::string log_level = "info";
   std::map<std::string, bool> collectors;
+  KubeletOptions kubelet;  // namespace/pod/container labels (exporter/identity)
 };
 
 int Run(int argc, char** argv) {
@@ -53,6 +56,7 @@ int Run(int argc, char** argv) {
   flags.Bool("signal.all-tiers", &opt.all_tiers,
              "Also export every live tier's per-cgroup verdicts side by side (sockpressure_tier_*{source}).");
   flags.String("log.level", &opt.log_level, "Only log messages with the given severity or above: debug, info, warn, error.");
+  RegisterKubeletFlags(&flags, &opt.kubelet);
   for (const SourceRegistration& r : RegisteredSources()) {
     opt.collectors[r.name] = r.enabled_by_default;
     flags.Bool(absl::StrCat("collector.", r.name), &opt.collectors[r.name],
@@ -128,7 +132,16 @@ int Run(int argc, char** argv) {
   SP_LOG_INFO("starting sockpressure_exporter ", kVersion, " (revision ", kRevision, "); collectors: ",
               absl::StrJoin(enabled, ","));
 
-  auto tracker = std::make_unique<StateTracker>(nullptr, opt.all_tiers);
+  // Declared before the sampler, which holds a raw pointer to it.
+  absl::StatusOr<std::unique_ptr<KubeIdentityResolver>> identity = StartKubeIdentity(opt.kubelet, std::getenv("NODE_IP"));
+  if (!identity.ok()) {
+    std::fprintf(stderr, "sockpressure_exporter: %s\n", std::string(identity.status().message()).c_str());
+    return 2;
+  }
+  // So that pods running at start-up have names from the first sample; an
+  // absent kubelet delays start-up by at most this (the client's timeout).
+  if (*identity) (*identity)->WaitForFirstAttempt(absl::Seconds(6));
+  auto tracker = std::make_unique<StateTracker>(identity->get(), opt.all_tiers);
   Sampler sampler(std::move(sources), std::move(tracker), ctx.interval_seconds);
   std::shared_ptr<const Snapshot> first = sampler.SampleOnce();
   SP_LOG_INFO("first sample: ", first->cgroups.size(), " memory cgroups (", CgroupModeName(first->cgroup_mode),
