@@ -118,6 +118,8 @@ class Guest:
             f"lab.cond={cond}", f"lab.warmup={args.warmup}", f"lab.transfer={args.transfer}",
             f"lab.agent_port={GUEST_AGENT_PORT}", f"lab.linger={args.linger}",
         ]
+        if args.memcg_limit:
+            append.append(f"lab.memcg_limit={args.memcg_limit}")
         if args.agent_args:
             append.append("lab.agent_args=" + ",".join(args.agent_args.split()))
         if cond == "nosocket":
@@ -352,8 +354,9 @@ def collect_guest(res, guest):
     res["ss_clamped"] = sum(1 for raw in (e[3] for e in guest.all("ss")) if _ss_clamped(raw))
     for e in guest.all("stat"):
         cg = e[2].get("cg")
-        res[f"guest_{cg}_pgscan"] = int(e[2].get("pgscan", 0))
-        res[f"guest_{cg}_pgsteal"] = int(e[2].get("pgsteal", 0))
+        key = cg.rsplit("/", 1)[-1]  # A or B, with or without the lab/ parent
+        res[f"guest_{key}_pgscan"] = int(e[2].get("pgscan", 0))
+        res[f"guest_{key}_pgsteal"] = int(e[2].get("pgsteal", 0))
     c = guest.first("clamp_first")
     res["first_clamp_s"] = float(c[2]["t"]) if c else None
     res["guest_clamped"] = c is not None
@@ -637,6 +640,8 @@ def main():
     ap.add_argument("--no-agent", action="store_true", help="kernel reproduction only, no agent/Prometheus")
     ap.add_argument("--agent-args", default="--signal.all-tiers",
                     help="extra agent flags (default settings plus the per-tier export)")
+    ap.add_argument("--memcg-limit", default="640M",
+                    help="put A and B under a parent /lab with this memory.max (limit reclaim; \"\" = global reclaim by kswapd, the first prototype, which throttles only intermittently on a busy host)")
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--transfer", type=int, default=30)
     ap.add_argument("--mem-mib", type=int, default=1024)
@@ -650,7 +655,7 @@ def main():
     ap.add_argument("--linger", type=int, default=600)
     ap.add_argument("--results", help="results directory (default tests/lab/.cache/results/<time>)")
     args = ap.parse_args()
-    args.cgroup_a, args.cgroup_b = "/A", "/B"
+    args.cgroup_a, args.cgroup_b = ("/lab/A", "/lab/B") if args.memcg_limit else ("/A", "/B")
     t0 = time.time()
 
     conds = [c for c in args.conditions.split(",") if c]
