@@ -32,7 +32,12 @@ def skip(msg):
 
 
 def find_agent(argv_path=None):
-    cands = [argv_path, os.environ.get("SOCKPRESSURE_EXPORTER")] + \
+    if argv_path:
+        # ctest passes the build's own target: test that one or nothing, never another build.
+        if not os.access(argv_path, os.X_OK):
+            skip(f"{argv_path} is not built (build the sockpressure_exporter target)")
+        return argv_path
+    cands = [os.environ.get("SOCKPRESSURE_EXPORTER")] + \
         [os.path.join(ROOT, d, "sockpressure_exporter") for d in ("build-mon", "build")]
     for c in cands:
         if c and os.access(c, os.X_OK):

@@ -162,7 +162,11 @@ class Sim:
         self.write_all()
 
     def write_all(self):
-        for c in CGROUPS:
+        # Deepest cgroups first: a reader that walks top-down (as the agent does) and races with
+        # this update then sees a parent *older* than its children, as with a kernel stats flush
+        # between two reads. The other order would show a parent newer than its children, which
+        # the kernel never does, and fake scanning in the parent (local = parent - children).
+        for c in sorted(CGROUPS, key=lambda c: -(0 if c == "/" else c.count("/"))):
             self.write_cgroup(c)
         self.write_proc()
 
