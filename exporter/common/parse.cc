@@ -9,7 +9,7 @@ namespace sockpressure {
 namespace {
 
 std::vector<absl::string_view> Fields(absl::string_view line) {
-  return absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  return absl::StrSplit(line, absl::ByAnyChar(" \t\n"), absl::SkipEmpty());
 }
 
 }  // namespace

@@ -17,7 +17,11 @@ MetricsEndpoint::MetricsEndpoint(const Sampler* sampler, BuildInfo build, EmitOp
       requests_(&prometheus::BuildCounter()
                      .Name("sockpressure_http_requests_total")
                      .Help("HTTP requests served by the agent, by handler and status code.")
-                     .Register(*registry_)) {}
+                     .Register(*registry_)),
+      scrapes_(&prometheus::BuildCounter()
+                    .Name("sockpressure_scrapes_total")
+                    .Help("Scrapes of the metrics endpoint, by the exposition format served.")
+                    .Register(*registry_)) {}
 
 bool MetricsEndpoint::WantsProtobuf(absl::string_view accept) {
   // Prometheus sends e.g. "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;
@@ -30,12 +34,14 @@ bool MetricsEndpoint::WantsProtobuf(absl::string_view accept) {
 RenderedMetrics MetricsEndpoint::RenderSnapshot(const Snapshot& snapshot, bool protobuf) const {
   std::unique_ptr<MetricWriter> w = protobuf ? NewProtoWriter() : NewTextWriter();
   WriteSnapshotMetrics(snapshot, build_, options_, *w);
+  for (const ExtraWriter& extra : extra_writers_) extra(snapshot, *w);
   w->PromCppFamilies(registry_->Collect());
   return {w->Finish(), std::string(protobuf ? kProtoContentType : kTextContentType)};
 }
 
 RenderedMetrics MetricsEndpoint::Render(absl::string_view accept) {
   bool protobuf = WantsProtobuf(accept);
+  scrapes_->Add({{"format", protobuf ? "protobuf" : "text"}}).Increment();
   std::shared_ptr<const Snapshot> snap = sampler_->Latest();
   if (!snap) return {"", std::string(kTextContentType)};
   int f = protobuf ? 1 : 0;

@@ -3,9 +3,11 @@
 #pragma once
 
 #include "absl/strings/string_view.h"
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -38,12 +40,21 @@ class MetricsEndpoint {
 
   void CountRequest(const std::string& handler, int code);
 
+  // Extension point for feature areas (e.g. alerting episodes): each writer
+  // appends its own families after the snapshot's. Call before serving.
+  // Renders are cached per snapshot sequence, so a writer whose state changes
+  // between samples is shown at most one sample interval late.
+  using ExtraWriter = std::function<void(const Snapshot&, MetricWriter&)>;
+  void AddWriter(ExtraWriter writer) { extra_writers_.push_back(std::move(writer)); }
+
  private:
   const Sampler* sampler_;
   BuildInfo build_;
   EmitOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Family<prometheus::Counter>* scrapes_;
+  std::vector<ExtraWriter> extra_writers_;
 
   std::mutex mu_;
   uint64_t cached_sequence_[2] = {0, 0};

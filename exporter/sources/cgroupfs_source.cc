@@ -1,6 +1,7 @@
 #include "absl/strings/string_view.h"
 #include "exporter/sources/cgroupfs_source.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -86,6 +87,7 @@ class CgroupfsSource final : public Source {
   Paths paths_;
   CgroupfsOptions options_;
   std::string buf_;
+  std::vector<std::string> names_;
   int malformed_files_ = 0;
   std::string first_error_;
   bool logged_missing_ = false;
@@ -212,6 +214,12 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
   malformed_files_ = 0;
   first_error_.clear();
 
+  // Every cgroup is opened relative to one descriptor of the hierarchy
+  // root, so a walk never mixes two different trees mounted or swapped at
+  // the same path while it runs.
+  int rootfd = ::open(h.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd < 0) return absl::OkStatus();  // unmounted under us: nothing to read this time
+
   struct Pending {
     std::string path;
     int parent;
@@ -226,8 +234,8 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
       ++skipped;
       continue;
     }
-    std::string abs = p.path == "/" ? h.root : JoinPath(h.root, p.path);
-    int dirfd = ::open(abs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const char* rel = p.path == "/" ? "." : p.path.c_str() + 1;
+    int dirfd = ::openat(rootfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (dirfd < 0) continue;  // vanished between listing and reading
     struct stat st;
     if (::fstat(dirfd, &st) != 0) {
@@ -256,6 +264,7 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
       ::close(dirfd);
       continue;
     }
+    names_.clear();
     while (struct dirent* de = ::readdir(dir)) {
       if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN) continue;
       if (de->d_name[0] == '.') continue;
@@ -265,12 +274,18 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
           continue;
         }
       }
-      queue.push_back({p.path == "/" ? absl::StrCat("/", de->d_name) : absl::StrCat(p.path, "/", de->d_name),
-                       index});
+      names_.emplace_back(de->d_name);
     }
     ::closedir(dir);
+    // readdir order depends on the filesystem; sorted siblings make the
+    // output and the --cgroup.max cut the same on every run.
+    std::sort(names_.begin(), names_.end());
+    for (const std::string& n : names_) {
+      queue.push_back({p.path == "/" ? absl::StrCat("/", n) : absl::StrCat(p.path, "/", n), index});
+    }
     ::close(dirfd);
   }
+  ::close(rootfd);
   sample.cgroups_skipped = skipped;
   for (const CgroupReading& c : sample.cgroups) {
     // memory.stat pgscan/pgsteal exist on v2 only; v1 has no per-memcg scan counters.

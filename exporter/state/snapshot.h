@@ -20,6 +20,13 @@
 namespace sockpressure {
 
 using LabelPairs = std::vector<std::pair<std::string, std::string>>;
+using SignalTiers = std::array<Tier, kSignalCount>;
+
+constexpr SignalTiers NoTiers() {
+  SignalTiers t{};
+  for (Tier& x : t) x = Tier::kNone;
+  return t;
+}
 
 // What one tier says about one cgroup (totals are agent-side cumulative).
 struct TierValues {
@@ -42,7 +49,7 @@ struct CgroupView {
   LabelPairs identity;  // namespace/pod/container when known (issue: k8s identity)
 
   // Best tier per signal for this cgroup (Tier::kNone = no data).
-  std::array<Tier, kSignalCount> tier{};
+  SignalTiers tier = NoTiers();
   TierValues best;
   bool pressure_active = false;  // own or an ancestor's socket pressure is live
   // Every tier that produced data, for --signal.all-tiers and the lab.
@@ -75,7 +82,7 @@ struct Snapshot {
   std::optional<bool> tcp_memory_pressure;  // global tcp_mem pressure
 
   std::vector<CgroupView> cgroups;  // parents before children
-  std::array<Tier, kSignalCount> signal_tier{};  // best tier live on this node
+  SignalTiers signal_tier = NoTiers();  // best tier live on this node
 
   std::vector<CollectorResult> collectors;
   std::vector<ProbeStatus> probes;

@@ -11,6 +11,18 @@ uint64_t CounterDelta(uint64_t now, uint64_t before) { return now >= before ? no
 
 double SecondsDelta(double now, double before) { return now >= before ? now - before : now; }
 
+// own - children + carry, never negative; a negative rest is carried into
+// the next interval (see CgroupState::scan_carry).
+uint64_t LocalDelta(uint64_t own, uint64_t children, int64_t& carry) {
+  int64_t local = static_cast<int64_t>(own) - static_cast<int64_t>(children) + carry;
+  if (local < 0) {
+    carry = local;
+    return 0;
+  }
+  carry = 0;
+  return static_cast<uint64_t>(local);
+}
+
 Tier BestLive(const Sample& sample, Signal s) {
   for (int t = 0; t < kTierCount - 1; ++t) {
     if (sample.IsLive(s, static_cast<Tier>(t))) return static_cast<Tier>(t);
@@ -63,10 +75,8 @@ void StateTracker::ApplyMemoryStat(const Sample& sample, const std::vector<Cgrou
     TierValues& v = st.values[Tier::kMemoryStat];
     v.pressure_asserted = false;
     if (!have[i]) continue;
-    // Clamp at zero: a child removed mid-interval folds its counts into the
-    // parent, which must not make the parent's local count go negative.
-    uint64_t local_scan = d_scan[i] - std::min(d_scan[i], child_scan[i]);
-    uint64_t local_steal = d_steal[i] - std::min(d_steal[i], child_steal[i]);
+    uint64_t local_scan = LocalDelta(d_scan[i], child_scan[i], st.scan_carry);
+    uint64_t local_steal = LocalDelta(d_steal[i], child_steal[i], st.steal_carry);
     v.scanned_total += local_scan;
     v.reclaimed_total += local_steal;
     std::optional<VmpressureWindow::Verdict> verdict = st.window.Add(local_scan, local_steal);

@@ -35,6 +35,11 @@ class StateTracker {
     // memory.stat hierarchical counters less proactive reclaim, last sample.
     uint64_t prev_scan = 0, prev_steal = 0;
     bool have_prev = false;
+    // A parent and its children are read at slightly different moments, so
+    // own - sum(children) can dip below zero in one interval and rise by the
+    // same amount in the next. The dip is carried here instead of being
+    // clamped away, so the local totals converge to the true ones.
+    int64_t scan_carry = 0, steal_carry = 0;
     VmpressureWindow window;
     std::map<Tier, TierValues> values;
     std::map<Tier, ReclaimCounters> prev_reclaim;

@@ -42,7 +42,13 @@ std::optional<VmpressureWindow::Verdict> VmpressureWindow::Add(uint64_t scanned,
   v.level = VmpressureLevel(scanned_, reclaimed_);
   v.ratio = reclaimed_ >= scanned_ ? 0.0 : 1.0 - static_cast<double>(reclaimed_) / static_cast<double>(scanned_);
   v.windows = std::max<uint64_t>(1, scanned_ / kVmpressureWindowPages);
-  scanned_ = reclaimed_ = 0;
+  // The kernel would have closed `windows` windows and started a new one
+  // with what is left; carry that part (reclaim in proportion) so that a
+  // steady 4,000 pages per interval counts 7.8 windows per interval on
+  // average, not 7.
+  uint64_t left = scanned_ - std::min(scanned_, v.windows * kVmpressureWindowPages);
+  reclaimed_ = left == 0 ? 0 : static_cast<uint64_t>(static_cast<double>(reclaimed_) * left / scanned_);
+  scanned_ = left;
   return v;
 }
 

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Golden end-to-end test: the real binary on each fixture tree; its /metrics
+# (minus values that change from run to run) must equal the checked-in file,
+# and promtool must accept it. UPDATE_GOLDEN=1 rewrites the golden files.
+AGENT="$1"
+source "$(dirname "$0")/lib.sh"
+command -v promtool >/dev/null || fail "promtool not found (apt-get install prometheus)"
+WORK="$(make_tmp)"
+
+# Run-dependent values: timings, counts of samples/requests, build revision.
+normalize() {
+  grep -v -E '^sockpressure_(collector_duration_seconds|sample_cpu_seconds|last_sample_timestamp_seconds|samples_total|http_requests_total)' \
+    | sed -E 's/^(sockpressure_build_info)\{.*\} 1$/\1{...} 1/'
+}
+
+# Turn off the eBPF and sock_diag collectors (when the binary has them): the
+# fixture trees describe cgroupfs and procfs only.
+extra=()
+for c in bpf sock_diag; do
+  if "$AGENT" --help | grep -q -- "--\[no-\]collector.$c\b"; then extra+=("--no-collector.$c"); fi
+done
+
+status=0
+for tree in v2 v2_619 hybrid v1 nosocket broken; do
+  port="$(free_port)"
+  start_agent "$port" --path.procfs="$FIXTURES/$tree/proc" --path.sysfs="$FIXTURES/$tree/sys" \
+    --path.cgroupfs="$FIXTURES/$tree/cgroup" "${extra[@]}"
+  curl -fsS "http://127.0.0.1:$port/metrics" >"$WORK/$tree.raw"
+  promtool check metrics <"$WORK/$tree.raw" >"$WORK/$tree.lint" 2>&1 || { cat "$WORK/$tree.lint"; fail "promtool rejected $tree"; }
+  normalize <"$WORK/$tree.raw" >"$WORK/$tree.txt"
+  golden="$E2E_DIR/golden/$tree.txt"
+  if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
+    mkdir -p "$E2E_DIR/golden"; cp "$WORK/$tree.txt" "$golden"; echo "updated $golden"
+  elif ! diff -u "$golden" "$WORK/$tree.txt"; then
+    echo "FAIL: $tree differs from $golden (UPDATE_GOLDEN=1 to accept)"; status=1
+  else
+    echo "ok: $tree ($(grep -vc '^#' "$WORK/$tree.txt") series)"
+  fi
+done
+exit "$status"

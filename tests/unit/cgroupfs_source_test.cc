@@ -1,0 +1,210 @@
+#include "exporter/sources/cgroupfs_source.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "exporter/sources/procfs_sources.h"
+#include "test_util.h"
+
+namespace sockpressure {
+namespace {
+
+using testing::FindCgroup;
+using testing::Fixture;
+
+Sample Collect(const std::string& tree, absl::Status* status = nullptr, size_t max_cgroups = 5000) {
+  Paths paths;
+  paths.cgroupfs = Fixture(tree) + "/cgroup";
+  paths.procfs = Fixture(tree) + "/proc";
+  std::unique_ptr<Source> src = NewCgroupfsSource(paths, {max_cgroups});
+  Sample s;
+  absl::Status st = src->Collect(s);
+  if (status) *status = st;
+  return s;
+}
+
+TEST(CgroupfsSourceTest, UnifiedHierarchyBreadthFirstWithMemoryOnly) {
+  absl::Status status;
+  Sample s = Collect("v2", &status);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(s.cgroup_mode, CgroupMode::kUnified);
+  ASSERT_EQ(s.cgroups.size(), 5u);  // init.scope has no memory controller
+  EXPECT_EQ(s.cgroups[0].path, "/");
+  EXPECT_EQ(s.cgroups[0].parent, -1);
+  for (size_t i = 1; i < s.cgroups.size(); ++i) {
+    ASSERT_GE(s.cgroups[i].parent, 0);
+    EXPECT_LT(static_cast<size_t>(s.cgroups[i].parent), i) << "parents come before children";
+  }
+  EXPECT_EQ(FindCgroup(s, "/init.scope"), nullptr);
+  const CgroupReading* a = FindCgroup(s, "/workload.slice/proxy.service");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->pgscan, 586833u);
+  EXPECT_EQ(a->pgsteal, 86u);
+  EXPECT_EQ(a->anon_bytes, 419430400u);
+  EXPECT_EQ(a->sock_bytes, 5242880u);
+  EXPECT_EQ(a->swap_bytes, 241172480u);
+  EXPECT_EQ(a->memory_max, UINT64_MAX);  // "max"
+  EXPECT_EQ(a->memory_low, 0u);
+  EXPECT_FALSE(a->sock_throttled_local.has_value()) << "6.1 has no sock_throttled";
+  ASSERT_TRUE(a->psi_some);
+  EXPECT_EQ(a->psi_some->total_us, 2400u);
+  EXPECT_NE(a->id, 0u);
+  EXPECT_EQ(s.IndexOfId(a->id), static_cast<int>(a - s.cgroups.data()));
+  EXPECT_TRUE(s.IsLive(Signal::kReclaim, Tier::kMemoryStat));
+  EXPECT_TRUE(s.IsLive(Signal::kSocketPressure, Tier::kMemoryStat));
+  EXPECT_FALSE(s.IsLive(Signal::kSockThrottled, Tier::kMemoryEvents));
+}
+
+TEST(CgroupfsSourceTest, Kernel619HasSockThrottled) {
+  Sample s = Collect("v2_619");
+  const CgroupReading* a = FindCgroup(s, "/workload.slice/proxy.service");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->sock_throttled_local, 1840u);
+  EXPECT_TRUE(s.IsLive(Signal::kSockThrottled, Tier::kMemoryEvents));
+}
+
+TEST(CgroupfsSourceTest, HybridUsesV1MemoryController) {
+  absl::Status status;
+  Sample s = Collect("hybrid", &status);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(s.cgroup_mode, CgroupMode::kHybrid);
+  ASSERT_EQ(s.cgroups.size(), 3u);
+  const CgroupReading* k = FindCgroup(s, "/kubepods");
+  ASSERT_NE(k, nullptr);
+  EXPECT_TRUE(k->v1);
+  EXPECT_EQ(k->anon_bytes, 96333824u);  // total_rss
+  EXPECT_EQ(k->file_bytes, 461088256u);  // total_cache
+  EXPECT_EQ(k->kmem_tcp_limit, 104857600u);
+  EXPECT_EQ(k->kmem_tcp_failcnt, 7u);
+  EXPECT_EQ(FindCgroup(s, "/")->memory_max, UINT64_MAX) << "v1 'unlimited' shown as +Inf";
+  EXPECT_FALSE(k->pgscan.has_value()) << "v1 memory.stat has no pgscan";
+  EXPECT_FALSE(s.IsLive(Signal::kReclaim, Tier::kMemoryStat));
+}
+
+TEST(CgroupfsSourceTest, LegacyV1) {
+  Sample s = Collect("v1");
+  EXPECT_EQ(s.cgroup_mode, CgroupMode::kLegacy);
+  EXPECT_EQ(s.cgroups.size(), 3u);
+}
+
+TEST(CgroupfsSourceTest, MalformedFilesAreReportedButGoodDataKept) {
+  absl::Status status;
+  Sample s = Collect("broken", &status);
+  EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+  EXPECT_NE(status.message().find("malformed"), absl::string_view::npos);
+  const CgroupReading* a = FindCgroup(s, "/workload.slice/proxy.service");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->pgscan, 586833u) << "good lines of a file with bad lines are kept";
+  const CgroupReading* b = FindCgroup(s, "/workload.slice/cache.service");
+  ASSERT_NE(b, nullptr);
+  EXPECT_FALSE(b->swap_current.has_value()) << "missing file is just absent";
+  EXPECT_FALSE(b->psi_some.has_value());
+  const CgroupReading* sys = FindCgroup(s, "/system.slice");
+  ASSERT_NE(sys, nullptr);
+  EXPECT_FALSE(sys->memory_max.has_value());
+  EXPECT_EQ(FindCgroup(s, "/workload.slice/dying.service"), nullptr) << "a cgroup without memory.stat is skipped";
+}
+
+TEST(CgroupfsSourceTest, MissingHierarchyIsNotAnError) {
+  testing::TempDir dir;
+  Paths paths;
+  paths.cgroupfs = dir.path().string();
+  Sample s;
+  EXPECT_TRUE(NewCgroupfsSource(paths, {})->Collect(s).ok());
+  EXPECT_TRUE(s.cgroups.empty());
+  EXPECT_EQ(s.cgroup_mode, CgroupMode::kUnknown);
+}
+
+TEST(CgroupfsSourceTest, CapKeepsShallowLevels) {
+  Sample s = Collect("v2", nullptr, 3);
+  ASSERT_EQ(s.cgroups.size(), 3u);
+  EXPECT_EQ(s.cgroups[0].path, "/");
+  for (const CgroupReading& c : s.cgroups) EXPECT_EQ(c.path.find('/', 1), std::string::npos) << c.path;
+  EXPECT_EQ(s.cgroups_skipped, 2u);  // the two services below workload.slice
+}
+
+// Cgroups are created and removed while the sampler walks: every sample
+// must succeed, never crash, and only contain cgroups that had memory.stat.
+TEST(CgroupfsSourceTest, CgroupsVanishingMidWalk) {
+  testing::TempDir dir;
+  const auto root = dir.path();
+  testing::WriteFile(root / "cgroup.controllers", "memory\n");
+  testing::WriteFile(root / "memory.stat", "pgscan 0\npgsteal 0\n");
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      auto d = root / ("pod" + std::to_string(i % 50));
+      std::error_code ec;
+      if (std::filesystem::exists(d, ec)) {
+        std::filesystem::remove_all(d, ec);
+      } else {
+        testing::WriteFile(d / "memory.stat", "pgscan 1\npgsteal 1\n");
+        testing::WriteFile(d / "child" / "memory.stat", "pgscan 1\npgsteal 1\n");
+      }
+    }
+  });
+  Paths paths;
+  paths.cgroupfs = root.string();
+  std::unique_ptr<Source> src = NewCgroupfsSource(paths, {});
+  for (int i = 0; i < 300; ++i) {
+    Sample s;
+    absl::Status st = src->Collect(s);
+    ASSERT_TRUE(st.ok() || absl::IsDataLoss(st)) << st;  // a half-written file may parse as malformed
+    ASSERT_FALSE(s.cgroups.empty());
+    ASSERT_EQ(s.cgroups[0].path, "/");
+  }
+  stop = true;
+  churn.join();
+}
+
+TEST(ProcfsSourcesTest, NodeReadings) {
+  Paths paths;
+  paths.procfs = Fixture("v2") + "/proc";
+  Sample s;
+  for (auto make : {NewKernelSource, NewSwapsSource, NewNetstatSource, NewSockstatSource, NewVmstatSource}) {
+    absl::Status st = make(paths)->Collect(s);
+    EXPECT_TRUE(st.ok()) << st;
+  }
+  EXPECT_EQ(s.node.kernel_release, "6.1.0-57-amd64");
+  EXPECT_EQ(s.node.nosocket, false);
+  ASSERT_TRUE(s.node.swaps);
+  EXPECT_EQ(s.node.swaps->devices, 1);
+  EXPECT_EQ(s.node.tcp_ext.at("PruneCalled"), 1532u);
+  EXPECT_EQ(s.node.tcp_ext.count("SyncookiesSent"), 0u) << "only the documented counters";
+  EXPECT_EQ(s.node.tcp_mem_pages, 12u);
+  EXPECT_EQ(s.node.tcp_mem_limits, (std::vector<uint64_t>{22932, 30578, 45864}));
+  EXPECT_EQ(s.node.vm_pgscan, 1061589u);  // kswapd + direct + khugepaged, not the anon/file split
+  EXPECT_EQ(s.node.vm_pgsteal, 474828u);
+  ASSERT_TRUE(s.node.psi_full);
+  EXPECT_EQ(s.node.psi_full->total_us, 1200u);
+}
+
+TEST(ProcfsSourcesTest, NosocketAndBrokenFiles) {
+  Paths paths;
+  paths.procfs = Fixture("nosocket") + "/proc";
+  Sample s;
+  ASSERT_TRUE(NewKernelSource(paths)->Collect(s).ok());
+  EXPECT_EQ(s.node.nosocket, true);
+
+  paths.procfs = Fixture("broken") + "/proc";
+  Sample b;
+  absl::Status netstat = NewNetstatSource(paths)->Collect(b);
+  EXPECT_TRUE(absl::IsDataLoss(netstat)) << netstat;
+  EXPECT_TRUE(NewVmstatSource(paths)->Collect(b).ok()) << "missing /proc/pressure is a missing feature";
+  EXPECT_FALSE(b.node.psi_some.has_value());
+}
+
+TEST(ProcfsSourcesTest, MissingProcIsNotAnError) {
+  Paths paths;
+  paths.procfs = "/nonexistent-procfs";
+  Sample s;
+  for (auto make : {NewKernelSource, NewSwapsSource, NewNetstatSource, NewSockstatSource, NewVmstatSource}) {
+    EXPECT_TRUE(make(paths)->Collect(s).ok());
+  }
+  EXPECT_FALSE(s.node.swaps.has_value());
+}
+
+}  // namespace
+}  // namespace sockpressure

@@ -1,0 +1,193 @@
+#include <crypt.h>
+#include <gtest/gtest.h>
+
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/util/delimited_message_util.h>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "exporter/cli/flag_set.h"
+#include "exporter/outputs/metrics_endpoint.h"
+#include "exporter/outputs/proto_writer.h"
+#include "exporter/outputs/snapshot_metrics.h"
+#include "exporter/outputs/text_writer.h"
+#include "exporter/outputs/web_config.h"
+#include "exporter/proto/metrics.pb.h"
+
+namespace sockpressure {
+namespace {
+
+Snapshot SmallSnapshot() {
+  Snapshot s;
+  s.sequence = 1;
+  s.cgroup_mode = CgroupMode::kUnified;
+  s.node.kernel_release = "6.1.0";
+  s.node.swaps = Swaps{1, 1024, 0, false};
+  s.swap_enabled = true;
+  s.node.nosocket = false;
+  CgroupView root;
+  root.path = "/";
+  CgroupView a;
+  a.path = "/w/a \"quoted\"";
+  a.parent = 0;
+  a.identity = {{"namespace", "default"}, {"pod", "proxy-1"}};
+  a.tier[static_cast<int>(Signal::kReclaim)] = Tier::kMemoryStat;
+  a.tier[static_cast<int>(Signal::kSocketPressure)] = Tier::kMemoryStat;
+  a.best.scanned_total = 20000;
+  a.best.reclaimed_total = 10;
+  a.best.windows_total[2] = 39;
+  a.best.ratio = 0.9995;
+  a.best.pressure_events_total = 39;
+  a.best.pressure_seconds_total = 1.5;
+  a.pressure_active = true;
+  a.memory_max = UINT64_MAX;
+  s.cgroups = {root, a};
+  s.signal_tier[static_cast<int>(Signal::kReclaim)] = Tier::kMemoryStat;
+  s.collectors = {{"cgroupfs", true, 0.01, ""}};
+  return s;
+}
+
+TEST(TextWriterTest, FamiliesLabelsAndEscaping) {
+  auto w = NewTextWriter();
+  WriteSnapshotMetrics(SmallSnapshot(), {"0.1.0", "abc", "GNU 12"}, {}, *w);
+  std::string text = w->Finish();
+  EXPECT_TRUE(absl::StrContains(
+      text, "sockpressure_memcg_scan_without_reclaim_ratio{cgroup=\"/w/a \\\"quoted\\\"\",namespace=\"default\","
+            "pod=\"proxy-1\"} 0.9995\n"));
+  EXPECT_TRUE(absl::StrContains(text, "# TYPE sockpressure_memcg_socket_pressure_events_total counter\n"));
+  EXPECT_TRUE(absl::StrContains(text, "level=\"critical\"} 39\n"));
+  EXPECT_TRUE(absl::StrContains(text, "sockpressure_memcg_limit_bytes{cgroup=\"/w/a \\\"quoted\\\"\",namespace="
+                                      "\"default\",pod=\"proxy-1\",limit=\"max\"} +Inf\n"));
+  EXPECT_TRUE(absl::StrContains(text, "sockpressure_signal_source{signal=\"reclaim\",source=\"memory_stat\"} 1\n"));
+  EXPECT_TRUE(absl::StrContains(text, "sockpressure_signal_source{signal=\"window_clamps\",source=\"none\"} 1\n"));
+  EXPECT_FALSE(absl::StrContains(text, "sockpressure_memcg_scan_without_reclaim_ratio{cgroup=\"/\"}"))
+      << "absent before the first completed window";
+  EXPECT_FALSE(absl::StrContains(text, "sockpressure_tcp_window_clamps_total")) << "no tier: no series";
+  EXPECT_FALSE(absl::StrContains(text, "# HELP sockpressure_memcg_kmem_tcp_usage_bytes")) << "no empty families";
+}
+
+TEST(TextWriterTest, Values) {
+  EXPECT_EQ(FormatSampleValue(3), "3");
+  EXPECT_EQ(FormatSampleValue(0.25), "0.25");
+  EXPECT_EQ(FormatSampleValue(1e20), "1e+20");
+  EXPECT_EQ(FormatSampleValue(-std::numeric_limits<double>::infinity()), "-Inf");
+  EXPECT_EQ(FormatSampleValue(std::nan("")), "NaN");
+}
+
+TEST(ProtoWriterTest, RoundTripsDelimitedFamilies) {
+  auto w = NewProtoWriter();
+  WriteSnapshotMetrics(SmallSnapshot(), {"0.1.0", "abc", "GNU 12"}, {}, *w);
+  std::string bytes = w->Finish();
+  google::protobuf::io::ArrayInputStream in(bytes.data(), static_cast<int>(bytes.size()));
+  int families = 0;
+  bool found = false;
+  for (;;) {
+    io::prometheus::client::MetricFamily f;
+    bool clean_eof = false;
+    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&f, &in, &clean_eof)) {
+      EXPECT_TRUE(clean_eof);
+      break;
+    }
+    ++families;
+    EXPECT_GT(f.metric_size(), 0) << f.name();
+    if (f.name() == "sockpressure_memcg_socket_pressure_seconds_total") {
+      found = true;
+      EXPECT_EQ(f.type(), io::prometheus::client::COUNTER);
+      ASSERT_EQ(f.metric_size(), 1);
+      EXPECT_DOUBLE_EQ(f.metric(0).counter().value(), 1.5);
+      EXPECT_EQ(f.metric(0).label(0).name(), "cgroup");
+      EXPECT_EQ(f.metric(0).label(2).value(), "proxy-1");
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_GT(families, 10);
+}
+
+TEST(SnapshotMetricsTest, TcpExtNames) {
+  EXPECT_EQ(TcpExtMetricPart("PruneCalled"), "prune_called");
+  EXPECT_EQ(TcpExtMetricPart("TCPRcvQDrop"), "rcv_q_drop");
+  EXPECT_EQ(TcpExtMetricPart("TCPOFODrop"), "ofo_drop");
+  EXPECT_EQ(TcpExtMetricPart("OfoPruned"), "ofo_pruned");
+  EXPECT_EQ(TcpExtMetricPart("TCPWantZeroWindowAdv"), "want_zero_window_adv");
+  EXPECT_EQ(TcpExtMetricPart("TCPMemoryPressures"), "memory_pressures");
+}
+
+TEST(MetricsEndpointTest, AcceptNegotiation) {
+  EXPECT_TRUE(MetricsEndpoint::WantsProtobuf(
+      "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7,"
+      "text/plain;version=0.0.4;q=0.3,*/*;q=0.1"));
+  EXPECT_FALSE(MetricsEndpoint::WantsProtobuf("text/plain;version=0.0.4;q=1,*/*;q=0.1"));
+  EXPECT_FALSE(MetricsEndpoint::WantsProtobuf(""));
+}
+
+TEST(WebConfigTest, ParsesExporterToolkitSubset) {
+  auto cfg = ParseWebConfig(
+      "# comment\ntls_server_config:\n  cert_file: /etc/tls.crt\n  key_file: \"/etc/tls.key\"\n"
+      "basic_auth_users:\n  prometheus: $2y$10$abcdefghijklmnopqrstuuJ1234567890123456789012345678 # hash\n");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->cert_file, "/etc/tls.crt");
+  EXPECT_EQ(cfg->key_file, "/etc/tls.key");
+  EXPECT_TRUE(cfg->tls());
+  EXPECT_EQ(cfg->basic_auth_users.count("prometheus"), 1u);
+}
+
+TEST(WebConfigTest, RejectsWhatItDoesNotUnderstand) {
+  EXPECT_FALSE(ParseWebConfig("http_server_config:\n  http2: false\n").ok());
+  EXPECT_FALSE(ParseWebConfig("tls_server_config:\n  cert_file: a\n").ok()) << "key_file missing";
+  EXPECT_FALSE(ParseWebConfig("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS13\n").ok());
+  EXPECT_FALSE(ParseWebConfig("basic_auth_users:\n  alice: plaintext\n").ok()) << "plain passwords refused";
+  auto err = ParseWebConfig("tls_config:\n");
+  EXPECT_TRUE(absl::StrContains(err.status().message(), "line 1"));
+}
+
+TEST(WebConfigTest, BasicAuthWithRealBcrypt) {
+  struct crypt_data data {};
+  char salt[64];
+  ASSERT_NE(crypt_gensalt_rn("$2b$", 4, nullptr, 0, salt, sizeof salt), nullptr);
+  std::string hash = crypt_r("s3cret", salt, &data);
+  ASSERT_TRUE(absl::StartsWith(hash, "$2b$04$"));
+  BasicAuthChecker auth({{"prometheus", hash}});
+  EXPECT_TRUE(auth.Check("Basic " + absl::Base64Escape("prometheus:s3cret")));
+  EXPECT_TRUE(auth.Check("Basic " + absl::Base64Escape("prometheus:s3cret"))) << "cached";
+  EXPECT_FALSE(auth.Check("Basic " + absl::Base64Escape("prometheus:wrong")));
+  EXPECT_FALSE(auth.Check("Basic " + absl::Base64Escape("mallory:s3cret")));
+  EXPECT_FALSE(auth.Check("Bearer xyz"));
+  EXPECT_FALSE(auth.Check(""));
+}
+
+TEST(FlagSetTest, NodeExporterStyle) {
+  std::string listen = ":19100";
+  bool collector = true;
+  int64_t max = 5000;
+  absl::Duration interval = absl::Seconds(1);
+  std::vector<std::string> urls;
+  FlagSet flags;
+  flags.String("web.listen-address", &listen, "");
+  flags.Bool("collector.cgroupfs", &collector, "");
+  flags.Int("cgroup.max", &max, "");
+  flags.Duration("sample.interval", &interval, "");
+  flags.StringList("alertmanager.url", &urls, "");
+  const char* argv[] = {"x", "--web.listen-address=127.0.0.1:1", "--no-collector.cgroupfs", "--cgroup.max", "7",
+                        "--sample.interval=250ms", "--alertmanager.url=a", "--alertmanager.url=b", "doctor"};
+  std::vector<std::string> positional;
+  bool help = false, version = false;
+  ASSERT_TRUE(flags.Parse(9, argv, &positional, &help, &version).ok());
+  EXPECT_EQ(listen, "127.0.0.1:1");
+  EXPECT_FALSE(collector);
+  EXPECT_EQ(max, 7);
+  EXPECT_EQ(interval, absl::Milliseconds(250));
+  EXPECT_EQ(urls, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(positional, (std::vector<std::string>{"doctor"}));
+  EXPECT_TRUE(absl::StrContains(flags.Usage("x"), "--[no-]collector.cgroupfs"));
+
+  const char* bad[] = {"x", "--cgroup.max=lots"};
+  EXPECT_FALSE(flags.Parse(2, bad, &positional, &help, &version).ok());
+  const char* unknown[] = {"x", "--nope"};
+  auto st = flags.Parse(2, unknown, &positional, &help, &version);
+  EXPECT_TRUE(absl::StrContains(st.message(), "unknown flag --nope"));
+  const char* missing[] = {"x", "--cgroup.max"};
+  EXPECT_FALSE(flags.Parse(2, missing, &positional, &help, &version).ok());
+}
+
+}  // namespace
+}  // namespace sockpressure

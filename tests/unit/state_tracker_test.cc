@@ -1,0 +1,229 @@
+#include "exporter/state/state_tracker.h"
+
+#include <gtest/gtest.h>
+
+namespace sockpressure {
+namespace {
+
+// Builds samples of a small v2 tree:  / -> /w -> {/w/a, /w/b}
+struct Tree {
+  uint64_t scan[4] = {0, 0, 0, 0}, steal[4] = {0, 0, 0, 0};  // local counts per cgroup
+  bool nosocket = false;
+  double t = 100;
+
+  Sample Next(double dt = 1.0) {
+    t += dt;
+    Sample s;
+    s.monotonic_seconds = t;
+    s.cgroup_mode = CgroupMode::kUnified;
+    s.node.nosocket = nosocket;
+    const char* paths[] = {"/", "/w", "/w/a", "/w/b"};
+    const int parents[] = {-1, 0, 1, 1};
+    for (int i = 0; i < 4; ++i) {
+      CgroupReading c;
+      c.path = paths[i];
+      c.id = 100 + static_cast<uint64_t>(i);
+      c.parent = parents[i];
+      s.cgroups.push_back(c);
+      s.id_index[c.id] = i;
+    }
+    // memory.stat is hierarchical: parents include their children.
+    uint64_t h_scan[4], h_steal[4];
+    h_scan[2] = scan[2]; h_steal[2] = steal[2];
+    h_scan[3] = scan[3]; h_steal[3] = steal[3];
+    h_scan[1] = scan[1] + h_scan[2] + h_scan[3]; h_steal[1] = steal[1] + h_steal[2] + h_steal[3];
+    h_scan[0] = scan[0] + h_scan[1]; h_steal[0] = steal[0] + h_steal[1];
+    for (int i = 0; i < 4; ++i) {
+      s.cgroups[i].pgscan = h_scan[i];
+      s.cgroups[i].pgsteal = h_steal[i];
+    }
+    s.MarkLive(Signal::kReclaim, Tier::kMemoryStat);
+    s.MarkLive(Signal::kSocketPressure, Tier::kMemoryStat);
+    return s;
+  }
+};
+
+const CgroupView& View(const Snapshot& s, const std::string& path) {
+  for (const CgroupView& c : s.cgroups) {
+    if (c.path == path) return c;
+  }
+  throw std::runtime_error("no cgroup " + path);
+}
+
+TEST(StateTrackerTest, LocalDeltasAndVerdicts) {
+  StateTracker tracker;
+  Tree tree;
+  tracker.Update(tree.Next(), {}, 0);  // first sample: baseline only
+  tree.scan[2] += 20000;  // a: scanned hard, reclaimed nothing
+  tree.steal[2] += 10;
+  tree.scan[3] += 30000;  // b: reclaimed what it scanned
+  tree.steal[3] += 29990;
+  auto snap = tracker.Update(tree.Next(), {}, 0);
+  const CgroupView& a = View(*snap, "/w/a");
+  EXPECT_EQ(a.tier[static_cast<int>(Signal::kReclaim)], Tier::kMemoryStat);
+  EXPECT_EQ(a.best.scanned_total, 20000u);
+  EXPECT_EQ(a.best.reclaimed_total, 10u);
+  ASSERT_TRUE(a.best.ratio);
+  EXPECT_NEAR(*a.best.ratio, 1 - 10.0 / 20000, 1e-12);
+  EXPECT_EQ(a.best.windows_total[2], 20000u / 512);
+  EXPECT_EQ(a.best.pressure_events_total, 20000u / 512);
+  EXPECT_DOUBLE_EQ(a.best.pressure_seconds_total, 1.0) << "capped at the interval";
+  EXPECT_TRUE(a.pressure_active);
+
+  const CgroupView& b = View(*snap, "/w/b");
+  EXPECT_EQ(b.best.windows_total[0], 30000u / 512);
+  EXPECT_EQ(b.best.pressure_events_total, 0u);
+  EXPECT_FALSE(b.pressure_active);
+
+  // /w itself scanned nothing of its own: its hierarchical delta is all children's.
+  const CgroupView& w = View(*snap, "/w");
+  EXPECT_EQ(w.best.scanned_total, 0u);
+  EXPECT_FALSE(w.best.ratio.has_value()) << "no window completed yet";
+  EXPECT_FALSE(w.pressure_active);
+}
+
+TEST(StateTrackerTest, WindowAccumulatesAcrossSamplesUntil512) {
+  StateTracker tracker;
+  Tree tree;
+  tracker.Update(tree.Next(), {}, 0);
+  tree.scan[2] += 300;
+  auto s1 = tracker.Update(tree.Next(), {}, 0);
+  EXPECT_FALSE(View(*s1, "/w/a").best.ratio.has_value());
+  tree.scan[2] += 212;  // 512 in total
+  auto s2 = tracker.Update(tree.Next(), {}, 0);
+  const CgroupView& a = View(*s2, "/w/a");
+  ASSERT_TRUE(a.best.ratio);
+  EXPECT_EQ(a.best.windows_total[2], 1u);
+  EXPECT_EQ(a.best.pressure_events_total, 1u);
+}
+
+TEST(StateTrackerTest, AncestorPressureIsInherited) {
+  StateTracker tracker;
+  Tree tree;
+  tracker.Update(tree.Next(), {}, 0);
+  tree.scan[1] += 5000;  // /w's own LRUs (not its children's) are scanned
+  auto snap = tracker.Update(tree.Next(), {}, 0);
+  EXPECT_TRUE(View(*snap, "/w").pressure_active);
+  EXPECT_TRUE(View(*snap, "/w/a").pressure_active) << "mem_cgroup_under_socket_pressure walks up";
+  EXPECT_TRUE(View(*snap, "/w/b").pressure_active);
+  EXPECT_EQ(View(*snap, "/w/a").best.pressure_events_total, 0u) << "events count only the cgroup's own";
+  EXPECT_FALSE(View(*snap, "/").pressure_active);
+}
+
+TEST(StateTrackerTest, RootNeverGetsSocketPressure) {
+  StateTracker tracker;
+  Tree tree;
+  tracker.Update(tree.Next(), {}, 0);
+  tree.scan[0] += 5000;
+  auto snap = tracker.Update(tree.Next(), {}, 0);
+  const CgroupView& root = View(*snap, "/");
+  EXPECT_EQ(root.best.windows_total[2], 5000u / 512) << "the verdict is still computed";
+  EXPECT_EQ(root.best.pressure_events_total, 0u);
+  EXPECT_FALSE(root.pressure_active);
+}
+
+TEST(StateTrackerTest, NosocketComputesRatioButNoPressure) {
+  StateTracker tracker;
+  Tree tree;
+  tree.nosocket = true;
+  tracker.Update(tree.Next(), {}, 0);
+  tree.scan[2] += 20000;
+  auto snap = tracker.Update(tree.Next(), {}, 0);
+  EXPECT_FALSE(snap->socket_accounting_enabled);
+  const CgroupView& a = View(*snap, "/w/a");
+  EXPECT_GT(*a.best.ratio, 0.95);
+  EXPECT_EQ(a.best.pressure_events_total, 0u);
+  EXPECT_FALSE(a.pressure_active);
+}
+
+TEST(StateTrackerTest, VanishedCgroupLosesItsStateAndCounterResetIsNotNegative) {
+  StateTracker tracker;
+  Tree tree;
+  tracker.Update(tree.Next(), {}, 0);
+  tree.scan[2] += 1000;
+  tracker.Update(tree.Next(), {}, 0);
+  Sample s = tree.Next();
+  s.cgroups.pop_back();  // /w/b removed
+  s.id_index.erase(103);
+  auto snap = tracker.Update(std::move(s), {}, 0);
+  EXPECT_EQ(snap->cgroups.size(), 3u);
+  EXPECT_EQ(tracker.tracked(), 3u);
+
+  // A cgroup recreated under the same path with a new id starts over.
+  tree.scan[2] = 0;
+  Sample r = tree.Next();
+  r.cgroups[2].id = 999;
+  auto snap2 = tracker.Update(std::move(r), {}, 0);
+  EXPECT_EQ(View(*snap2, "/w/a").best.scanned_total, 0u);
+}
+
+TEST(StateTrackerTest, BetterTierWinsAndCountsDeltas) {
+  StateTracker tracker(nullptr, /*keep_all_tiers=*/true);
+  Tree tree;
+  Sample s0 = tree.Next();
+  s0.MarkLive(Signal::kSocketPressure, Tier::kIter);
+  s0.pressure[Tier::kIter][102] = PressureState{false, 5, 2.0};
+  tracker.Update(std::move(s0), {}, 0);
+  Sample s1 = tree.Next();
+  s1.MarkLive(Signal::kSocketPressure, Tier::kIter);
+  s1.MarkLive(Signal::kWindowClamps, Tier::kTpBtf);
+  s1.pressure[Tier::kIter][102] = PressureState{true, 8, 2.75};
+  s1.clamps[Tier::kTpBtf][102] = ClampCounters{4};
+  auto snap = tracker.Update(std::move(s1), {}, 0);
+  EXPECT_EQ(snap->signal_tier[static_cast<int>(Signal::kSocketPressure)], Tier::kIter);
+  EXPECT_EQ(snap->signal_tier[static_cast<int>(Signal::kWindowClamps)], Tier::kTpBtf);
+  EXPECT_EQ(snap->signal_tier[static_cast<int>(Signal::kClampedSockets)], Tier::kNone);
+  const CgroupView& a = View(*snap, "/w/a");
+  // Counts kept by a source since it started are all new to the agent.
+  EXPECT_EQ(a.best.pressure_events_total, 8u);
+  EXPECT_DOUBLE_EQ(a.best.pressure_seconds_total, 2.75);
+  EXPECT_TRUE(a.pressure_active);
+  EXPECT_TRUE(View(*snap, "/w/b").tiers.count(Tier::kIter)) << "a live tier gives every cgroup a value";
+  EXPECT_EQ(a.best.clamps_total, 4u);
+  EXPECT_EQ(a.tiers.size(), 3u);  // memory_stat, iter, tp_btf side by side
+
+  // The source restarted (map recreated): the counter keeps rising.
+  Sample s2 = tree.Next();
+  s2.MarkLive(Signal::kSocketPressure, Tier::kIter);
+  s2.pressure[Tier::kIter][102] = PressureState{false, 1, 0.5};
+  auto snap2 = tracker.Update(std::move(s2), {}, 0);
+  EXPECT_EQ(View(*snap2, "/w/a").best.pressure_events_total, 9u);
+  EXPECT_FALSE(View(*snap2, "/w/a").pressure_active);
+}
+
+TEST(StateTrackerTest, GlobalTcpMemoryPressure) {
+  StateTracker tracker;
+  Tree tree;
+  Sample s = tree.Next();
+  s.node.tcp_mem_pages = 40000;
+  s.node.tcp_mem_limits = std::vector<uint64_t>{22932, 30578, 45864};
+  auto snap = tracker.Update(std::move(s), {}, 0);
+  ASSERT_TRUE(snap->tcp_memory_pressure);
+  EXPECT_TRUE(*snap->tcp_memory_pressure);
+}
+
+}  // namespace
+}  // namespace sockpressure
+
+namespace sockpressure {
+namespace {
+
+// The parent is read before its child; a scan that lands in between shows
+// up in the child now and in the parent only in the next sample. The
+// parent's local count must not keep that difference.
+TEST(StateTrackerTest, ParentReadBeforeChildDoesNotInventLocalScans) {
+  StateTracker tracker;
+  Tree tree;
+  tracker.Update(tree.Next(), {}, 0);
+  Sample s1 = tree.Next();
+  s1.cgroups[2].pgscan = *s1.cgroups[2].pgscan + 4000;  // child already saw it, parents not yet
+  tracker.Update(std::move(s1), {}, 0);
+  tree.scan[2] += 4000;  // now everybody has it
+  auto snap = tracker.Update(tree.Next(), {}, 0);
+  EXPECT_EQ(View(*snap, "/w").best.scanned_total, 0u);
+  EXPECT_EQ(View(*snap, "/").best.scanned_total, 0u);
+  EXPECT_EQ(View(*snap, "/w/a").best.scanned_total, 4000u);
+}
+
+}  // namespace
+}  // namespace sockpressure
