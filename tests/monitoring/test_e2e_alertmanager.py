@@ -141,6 +141,21 @@ def main():
         if name not in resolved:
             fail(f"{name} was not resolved within 120 s of the simulated throttling stopping")
 
+    # --- the cause alert came through too -------------------------------------------------
+    hit = first(s.webhook.snapshot(), "SockPressureReclaimScanWithoutReclaim", "firing")
+    if not hit:
+        fail("SockPressureReclaimScanWithoutReclaim (swap on, A reclaims 10 of 20000 pages/s) never fired")
+    else:
+        lab, ann = hit[1]["labels"], hit[1]["annotations"]
+        want = ("https://github.com/sockpressure/sockpressure/blob/main/alerts/runbooks/"
+                "reclaim-scan-without-reclaim.md#sockpressurereclaimscanwithoutreclaim")
+        if lab.get("severity") != "warning" or ann.get("runbook_url") != want or \
+                not ann.get("description", "").startswith(f"Reclaim on cgroup {A} on {s.instance} left 99.9"):
+            fail(f"SockPressureReclaimScanWithoutReclaim: unexpected {lab} {ann}")
+        else:
+            print(f"ok   SockPressureReclaimScanWithoutReclaim firing for A {hit[0] - t_scrape:.1f}s after the first "
+                  "scrape (99.95% of scanned pages unreclaimed)")
+
     # --- never about B ----------------------------------------------------------------
     noisy = {a["labels"]["alertname"] for _, p in s.webhook.snapshot() for a in p.get("alerts", [])
              if a["labels"].get("cgroup") == B}
