@@ -1,0 +1,217 @@
+// The kubelet client against a local HTTPS server that speaks the kubelet's
+// /pods format: certificate verification with a test CA made at test time by
+// the openssl CLI, bearer token checks and rotation, kubelet down then up.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "exporter/identity/kubelet_client.h"
+#include "exporter/identity/pod_index.h"
+#include "tests/identity/fixture_util.h"
+
+namespace sockpressure {
+namespace {
+
+namespace fs = std::filesystem;
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+// A fake kubelet: GET /pods with "Authorization: Bearer <token>" answers
+// the fixture PodList, anything else 401, like the kubelet's authenticator.
+class FakeKubeletServer {
+ public:
+  FakeKubeletServer(const std::string& dir, std::string body)
+      : cert_(dir + "/server.crt"), key_(dir + "/server.key"), body_(std::move(body)) {}
+  ~FakeKubeletServer() { Stop(); }
+
+  // port 0: any free port. Returns the port, or -1.
+  int Start(int port = 0) {
+    server_ = std::make_unique<httplib::SSLServer>(cert_.c_str(), key_.c_str());
+    if (!server_->is_valid()) return -1;
+    server_->Get("/pods", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> lk(mu_);
+      ++requests_;
+      if (req.get_header_value("Authorization") != "Bearer " + token_) {
+        res.status = 401;
+        res.set_content("Unauthorized", "text/plain");
+        return;
+      }
+      res.set_content(body_, "application/json");
+    });
+    if (port == 0) {
+      port = server_->bind_to_any_port("127.0.0.1");
+    } else if (!server_->bind_to_port("127.0.0.1", port)) {
+      return -1;
+    }
+    thread_ = std::thread([this] { server_->listen_after_bind(); });
+    // stop() before the accept loop runs would be lost (the loop starts by
+    // setting is_running), so wait for it; 0.11.4 has no wait_until_ready.
+    for (int i = 0; i < 2000 && !server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return port;
+  }
+  void Stop() {
+    if (server_) server_->stop();
+    if (thread_.joinable()) thread_.join();
+    server_.reset();
+  }
+  void SetToken(std::string t) {
+    std::lock_guard<std::mutex> lk(mu_);
+    token_ = std::move(t);
+  }
+  int requests() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return requests_;
+  }
+
+ private:
+  std::string cert_, key_, body_;
+  std::unique_ptr<httplib::SSLServer> server_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::string token_ = "token-1";
+  int requests_ = 0;
+};
+
+class KubeletTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = fs::temp_directory_path() / "sockpressure-kubelet-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    // A CA and a serving certificate for 127.0.0.1 signed by it (what
+    // serverTLSBootstrap gives a kubelet), plus an unrelated CA.
+    std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    std::string cmd = absl::StrCat(
+        "(cd '", dir_, "' && ",
+        "openssl req -x509 ", ec, " -keyout ca.key -out ca.crt -days 2 -subj /CN=test-kubelet-ca && ",
+        "openssl req ", ec, " -keyout server.key -out server.csr -subj /CN=system:node:node-1 && ",
+        "printf 'subjectAltName=IP:127.0.0.1,DNS:node-1\\nextendedKeyUsage=serverAuth\\n' > ext.cnf && ",
+        "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 "
+        "-extfile ext.cnf && ",
+        "openssl req -x509 ", ec, " -keyout other.key -out other-ca.crt -days 2 -subj /CN=other-ca)",
+        " >/dev/null 2>&1");
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    WriteFile(dir_ + "/token", "token-1\n");
+    options_.token_file = dir_ + "/token";
+    options_.ca_file = dir_ + "/ca.crt";
+    options_.timeout = absl::Seconds(2);
+    server_ = std::make_unique<FakeKubeletServer>(dir_, testing::ReadAll(testing::FixturePath("pods-containerd.json")));
+  }
+  void TearDown() override {
+    server_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string Url(int port) { return absl::StrCat("https://127.0.0.1:", port); }
+
+  std::string dir_;
+  KubeletOptions options_;
+  std::unique_ptr<FakeKubeletServer> server_;
+};
+
+TEST_F(KubeletTlsTest, VerifiedFetchAndTokenRotation) {
+  int port = server_->Start();
+  ASSERT_GT(port, 0);
+  PodListFetcher fetch = KubeletPodListFetcher(options_, Url(port));  // no path: /pods
+  absl::StatusOr<std::string> body = fetch();
+  ASSERT_TRUE(body.ok()) << body.status();
+  absl::StatusOr<PodIndex> pods = ParsePodList(*body);
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  EXPECT_EQ(pods->size(), 5u);
+
+  // The token rotates: the kubelet now wants the new one, the file still
+  // has the old one.
+  server_->SetToken("token-2");
+  body = fetch();
+  ASSERT_FALSE(body.ok());
+  EXPECT_TRUE(absl::StrContains(body.status().message(), "HTTP 401")) << body.status();
+  // The kubelet (projected volume) rewrites the file; the next request reads it.
+  WriteFile(dir_ + "/token", "token-2\n");
+  body = fetch();
+  EXPECT_TRUE(body.ok()) << body.status();
+}
+
+TEST_F(KubeletTlsTest, VerificationIsOnByDefault) {
+  int port = server_->Start();
+  ASSERT_GT(port, 0);
+  KubeletOptions o = options_;
+  o.ca_file = dir_ + "/other-ca.crt";
+  absl::StatusOr<std::string> body = KubeletPodListFetcher(o, Url(port))();
+  ASSERT_FALSE(body.ok());
+  EXPECT_TRUE(absl::StrContains(body.status().message(), "verif")) << body.status();
+
+  o.ca_file = dir_ + "/missing.crt";
+  body = KubeletPodListFetcher(o, Url(port))();
+  ASSERT_FALSE(body.ok());
+  EXPECT_TRUE(absl::StrContains(body.status().message(), "--kubelet.ca-file")) << body.status();
+
+  o.insecure_skip_verify = true;
+  body = KubeletPodListFetcher(o, Url(port) + "/pods")();
+  EXPECT_TRUE(body.ok()) << body.status();
+
+  // The certificate is for 127.0.0.1, not "localhost": the name is checked.
+  body = KubeletPodListFetcher(options_, absl::StrCat("https://localhost:", port, "/pods"))();
+  EXPECT_FALSE(body.ok());
+}
+
+TEST_F(KubeletTlsTest, KubeletDownThenUp) {
+  // Learn a free port, then take the kubelet down.
+  int port = server_->Start();
+  ASSERT_GT(port, 0);
+  server_->Stop();
+
+  KubeIdentityOptions fast;
+  fast.min_refresh_interval = absl::Milliseconds(20);
+  fast.initial_backoff = absl::Milliseconds(50);
+  fast.max_retries = 2;
+  fast.max_backoff = absl::Milliseconds(100);
+  KubeletOptions o = options_;
+  o.url = Url(port);
+  absl::StatusOr<std::unique_ptr<KubeIdentityResolver>> r = StartKubeIdentity(o, nullptr, fast);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_NE(*r, nullptr);
+  ASSERT_TRUE((*r)->WaitForFirstAttempt(absl::Seconds(5)));
+  EXPECT_EQ((*r)->stats().failures, 1u);
+  const std::string pod =
+      "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6f1c2a4e_8b3d_4c5e_9f7a_1b2c3d4e5f60.slice";
+  EXPECT_TRUE((*r)->Resolve(pod).empty());
+
+  ASSERT_EQ(server_->Start(port), port);
+  LabelPairs labels;
+  for (int i = 0; i < 300 && labels.empty(); ++i) {
+    labels = (*r)->Resolve(pod);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(labels, (LabelPairs{{"namespace", "default"}, {"pod", "web-0"}}));
+  EXPECT_GE(server_->requests(), 1);
+}
+
+TEST(KubeletFlagsTest, EffectiveUrl) {
+  EXPECT_EQ(EffectiveKubeletUrl("", nullptr), "");
+  EXPECT_EQ(EffectiveKubeletUrl("", ""), "");
+  EXPECT_EQ(EffectiveKubeletUrl("", "10.0.0.11"), "https://10.0.0.11:10250/pods");
+  EXPECT_EQ(EffectiveKubeletUrl("", "fd00::11"), "https://[fd00::11]:10250/pods");
+  EXPECT_EQ(EffectiveKubeletUrl("none", "10.0.0.11"), "");
+  EXPECT_EQ(EffectiveKubeletUrl("https://node-1:10250", "10.0.0.11"), "https://node-1:10250");
+
+  KubeletOptions o;
+  o.url = "ftp://node-1";
+  EXPECT_FALSE(StartKubeIdentity(o, nullptr).ok());
+  o.url = "";
+  absl::StatusOr<std::unique_ptr<KubeIdentityResolver>> off = StartKubeIdentity(o, nullptr);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(*off, nullptr);
+}
+
+}  // namespace
+}  // namespace sockpressure
