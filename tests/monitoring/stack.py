@@ -122,6 +122,7 @@ class Stack:
             if not shutil.which(tool):
                 skip(f"{tool} not installed (Debian packages prometheus / prometheus-alertmanager)")
         self.dir = tempfile.mkdtemp(prefix="sockpressure-mon-")
+        self.has_pod_labels = False
         self.procs = []
         atexit.register(self.stop)
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -139,7 +140,7 @@ class Stack:
         self.start("agent", [agent, f"--web.listen-address=127.0.0.1:{self.agent_port}",
                              f"--path.procfs={self.sim_root}/procfs", f"--path.sysfs={self.sim_root}/sysfs",
                              f"--path.cgroupfs={self.sim_root}/cgroupfs", "--sample.interval=1s",
-                             "--log.level=info"] + self.no_bpf_flag(agent))
+                             "--log.level=info"] + self.optional_flags(agent))
         wait_for(lambda: http_get(f"http://{self.instance}/healthz") is not None, 30, "agent /healthz")
 
         # 3. alertmanager + webhook
@@ -202,12 +203,19 @@ rule_files: ['{rules_path}']
                                   "--log.level=warn"])
         wait_for(lambda: http_get(f"{self.prom}/-/ready"), 30, "prometheus ready")
 
-    @staticmethod
-    def no_bpf_flag(agent):
-        # The simulated tree has no kernel behind it: keep the agent on its file tiers. Builds
-        # without the BPF collector have no such flag (and reject unknown flags).
+    def optional_flags(self, agent):
+        # Builds without these features have no such flags (and reject unknown flags).
         h = subprocess.run([agent, "--help"], capture_output=True, text=True)
-        return ["--no-collector.bpf"] if "collector.bpf" in h.stdout + h.stderr else []
+        h = h.stdout + h.stderr
+        flags = []
+        if "collector.bpf" in h:
+            # The simulated tree has no kernel behind it: keep the agent on its file tiers.
+            flags.append("--no-collector.bpf")
+        if "kubelet.pods-file" in h:
+            # The simulator's pod list, so namespace/pod/container labels flow end to end.
+            flags.append(f"--kubelet.pods-file={self.sim_root}/pods.json")
+            self.has_pod_labels = True
+        return flags
 
     @property
     def prom(self):

@@ -220,6 +220,14 @@ def main():
     if not (press.get(A, 0) > 0.8 and press.get(B, 1) == 0):
         fail(f"expected A under socket pressure nearly all the time and B never, got {press}")
 
+    if s.has_pod_labels:
+        pods = {(x["metric"].get("namespace"), x["metric"].get("pod")) for x in
+                s.query('count by (namespace, pod) (sockpressure_memcg_usage_bytes{pod!=""})', now)["data"]["result"]}
+        if pods != {("shop", "frontend-7d9f")}:
+            fail(f"expected the $namespace/$pod variables to offer shop/frontend-7d9f, got {pods}")
+        else:
+            print("ok   $namespace/$pod variables offer shop/frontend-7d9f (from the simulator's kubelet pod list)")
+
     print(f"\n{checked} expressions executed, {with_data} returned data, {len(failures)} failure(s)")
     return 1 if failures else 0
 

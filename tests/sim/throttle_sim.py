@@ -14,6 +14,9 @@ creates DIR/cgroupfs and DIR/procfs and then rewrites the counters every interva
   reclaims 10/s (1 - 10/20000 = 0.9995: every 512-page vmpressure window is "critical", so the
   agent estimates socket pressure all the time) -- the hot-anon-with-swap pattern;
 * cgroup B `/workload.slice/cache.service`: scans and reclaims 5000 pages/s (healthy reclaim);
+* container C of pod shop/frontend-7d9f (`/kubepods.slice/.../cri-containerd-<id>.scope`): 8000
+  scanned, 40 reclaimed pages/s (throttled); DIR/pods.json is the kubelet pod list naming it, for
+  the agent's --kubelet.pods-file;
 * everything else idle; a swap area is active; socket accounting on; no global tcp_mem pressure.
 
 In state `healthy` A reclaims what it scans. Switch at run time by writing `healthy` or
@@ -25,6 +28,7 @@ own pages, as the kernel does; the agent has to subtract to get the local (vmpre
 Every file is replaced atomically (write + rename) so the agent never reads half a file.
 """
 import argparse
+import json
 import os
 import signal
 import sys
@@ -33,12 +37,26 @@ import time
 PAGE = 4096
 MiB = 1 << 20
 
+POD_UID = "5f0c2e1a-7b7d-4a5e-9d1c-2b8f4e6a9c10"
+POD_SLICE = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + POD_UID.replace("-", "_") + ".slice"
+CONTAINER_ID = "4b1e0c9d2a7f6e5d8c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d"
+CONTAINER = POD_SLICE + "/cri-containerd-" + CONTAINER_ID + ".scope"
+# The kubelet's /pods answer for the one pod (subset of a core/v1 PodList), for the agent's
+# --kubelet.pods-file, so Kubernetes labels (namespace/pod/container) flow end to end.
+PODS = {"kind": "PodList", "apiVersion": "v1", "items": [{
+    "metadata": {"name": "frontend-7d9f", "namespace": "shop", "uid": POD_UID},
+    "spec": {"containers": [{"name": "web"}]},
+    "status": {"qosClass": "Burstable",
+               "containerStatuses": [{"name": "web", "containerID": "containerd://" + CONTAINER_ID}]}}]}
+
 # Per-cgroup local reclaim rates (pages/s) by state: (pgscan, pgsteal).
 RATES = {
     "throttling": {"/workload.slice/proxy.service": (20000, 10),
-                   "/workload.slice/cache.service": (5000, 5000)},
+                   "/workload.slice/cache.service": (5000, 5000),
+                   CONTAINER: (8000, 40)},
     "healthy": {"/workload.slice/proxy.service": (2000, 2000),
-                "/workload.slice/cache.service": (5000, 5000)},
+                "/workload.slice/cache.service": (5000, 5000),
+                CONTAINER: (800, 800)},
 }
 
 # Tree: path -> static sizes. Interior nodes get hierarchical sums.
@@ -48,8 +66,10 @@ CGROUPS = {
     "/system.slice/sshd.service": {"anon": 8 * MiB, "file": 20 * MiB, "sock": 0, "max": None},
     "/kubepods.slice": {},
     "/kubepods.slice/kubepods-burstable.slice": {},
-    "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5f0c2e1a_7b7d_4a5e_9d1c_2b8f4e6a9c10.slice":
-        {"anon": 64 * MiB, "file": 32 * MiB, "sock": 1 * MiB, "max": 256 * MiB},
+    POD_SLICE: {"max": 256 * MiB},
+    # C: the pod's container, throttled like A; pods.json names it shop/frontend-7d9f/web.
+    POD_SLICE + "/cri-containerd-" + CONTAINER_ID + ".scope":
+        {"anon": 160 * MiB, "file": 60 * MiB, "sock": 12 * MiB, "max": None, "swap": 30 * MiB},
     "/workload.slice": {},
     # A: a proxy with lots of hot anon memory near its limit and socket buffers.
     "/workload.slice/proxy.service": {"anon": 700 * MiB, "file": 180 * MiB, "sock": 48 * MiB,
@@ -114,6 +134,8 @@ class Sim:
         write(os.path.join(p, "swaps"), "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
                                         "/dev/vdb                                partition\t8388604\t\t"
                                         "409600\t\t-2\n")
+        with open(os.path.join(self.root, "pods.json"), "w") as f:
+            json.dump(PODS, f, indent=1)
         if not os.path.exists(self.state_file):
             write(self.state_file, self.state + "\n")
 
@@ -150,6 +172,7 @@ class Sim:
         bad = self.state == "throttling"
         a = "/workload.slice/proxy.service"
         if bad:
+            self.throttled[CONTAINER] += int(300 * dt)
             # Memory stalls are modest (PSI is only a co-signal) while sockets
             # are throttled; sock_throttled counts pressure checks (6.19+).
             self.psi_some[a] += int(30000 * dt)
