@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what sockpressure needs from Debian 12 / Ubuntu packages.
+#   scripts/install-deps.sh build   # compilers and libraries only
+#   scripts/install-deps.sh test    # + everything the test suite drives for real
+# Idempotent; needs root (or sudo).
+set -euo pipefail
+what="${1:-build}"
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+APT=(apt-get install -y -q -o DPkg::Lock::Timeout=900)
+
+BUILD_PKGS=(
+  build-essential cmake pkg-config git ca-certificates
+  prometheus-cpp-dev libabsl-dev libprotobuf-dev protobuf-compiler
+  libcpp-httplib-dev libssl-dev zlib1g-dev libcrypt-dev
+  libgtest-dev libgmock-dev
+  libbpf-dev libelf-dev bpftool clang llvm
+)
+# Servers and tools the tests run for real: Prometheus, Alertmanager,
+# promtool/amtool, a browser, the QEMU kernel lab, netns tooling, linters.
+TEST_PKGS=(
+  prometheus prometheus-alertmanager yamllint python3 python3-jsonschema
+  chromium openssl curl iproute2 procps psmisc
+  qemu-system-x86 busybox-static e2fsprogs cpio kmod zstd
+  nodejs npm
+)
+
+missing() {  # prints the packages of "$@" that are not installed
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+
+pkgs=("${BUILD_PKGS[@]}")
+[ "$what" = test ] && pkgs+=("${TEST_PKGS[@]}")
+todo=$(missing "${pkgs[@]}")
+if [ -n "$todo" ]; then
+  $SUDO apt-get update -q
+  # shellcheck disable=SC2086
+  $SUDO "${APT[@]}" --no-install-recommends $todo
+fi
+# policy-rc.d may forbid starting services; the tests start their own
+# Prometheus and Alertmanager on loopback ports anyway.
+echo "dependencies ($what) installed"
