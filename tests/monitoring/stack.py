@@ -205,12 +205,18 @@ rule_files: ['{rules_path}']
 
     def optional_flags(self, agent):
         # Builds without these features have no such flags (and reject unknown flags).
+        # The simulated tree has no kernel behind it.
         h = subprocess.run([agent, "--help"], capture_output=True, text=True)
         h = h.stdout + h.stderr
         flags = []
         if "collector.bpf" in h:
             # The simulated tree has no kernel behind it: keep the agent on its file tiers.
             flags.append("--no-collector.bpf")
+        if "collector.sock_diag" in h:
+            # sock_diag talks netlink to the *real* kernel (and enters network namespaces found
+            # under --path.procfs, of which the simulator has none): it would mix this host's
+            # sockets into the simulated node. The simulator exercises the file tiers only.
+            flags.append("--no-collector.sock_diag")
         if "kubelet.pods-file" in h:
             # The simulator's pod list, so namespace/pod/container labels flow end to end.
             flags.append(f"--kubelet.pods-file={self.sim_root}/pods.json")
