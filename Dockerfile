@@ -33,11 +33,12 @@ FROM debian:bookworm-slim
 #   prometheus-cpp core, cpp-httplib (compiled library on Debian, pulls
 #   libssl3/libbrotli1), abseil, protobuf, libbpf (+libelf1, zlib1g), and
 #   libcrypt1 (crypt() for --web.config.file password hashes; only priority
-#   "optional", so not guaranteed in -slim).
+#   "optional", so not guaranteed in -slim), libssl3 (libcrypto for the
+#   kubelet client's TLS). libc6/libgcc-s1/libstdc++6 are in the base image.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libprometheus-cpp-core1.0 libcpp-httplib0.11 libabsl20220623 libprotobuf32 \
-      libbpf1 libelf1 zlib1g libcrypt1 \
+      libbpf1 libelf1 zlib1g libcrypt1 libssl3 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/sockpressure_exporter /usr/bin/sockpressure_exporter
 # Non-root by default: a plain `docker run` gets the memory.stat and procfs

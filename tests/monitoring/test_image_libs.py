@@ -29,17 +29,25 @@ def runtime_packages(dockerfile):
     return pkgs
 
 
-def owner(path):
-    for cand in dict.fromkeys([path, os.path.realpath(path), re.sub(r"^/usr/lib/", "/lib/", path),
-                               re.sub(r"^/lib/", "/usr/lib/", path)]):
-        p = subprocess.run(["dpkg", "-S", cand], capture_output=True, text=True)
-        if p.returncode == 0:
-            return p.stdout.split(":")[0].strip()
-    return None
+def owners(paths):
+    """path -> Debian package, with one dpkg -S call (it is slow per call). usrmerge means a file
+    may be registered under /lib or /usr/lib, so both spellings are asked for."""
+    variants = {}
+    for path in paths:
+        for cand in (path, os.path.realpath(path), re.sub(r"^/usr/lib/", "/lib/", path),
+                     re.sub(r"^/lib/", "/usr/lib/", path)):
+            variants.setdefault(cand, path)
+    p = subprocess.run(["dpkg", "-S"] + sorted(variants), capture_output=True, text=True)
+    found = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r"([^:,\s]+)(?::\w+)?: (/\S+)$", line)
+        if m and m.group(2) in variants:
+            found.setdefault(variants[m.group(2)], m.group(1))
+    return found
 
 
 def main():
-    for tool in ("ldd", "dpkg", "apt-cache"):
+    for tool in ("ldd", "readelf", "dpkg", "apt-cache"):
         if not shutil.which(tool):
             stack.skip(f"{tool} not found")
     agent = stack.find_agent(sys.argv[1] if len(sys.argv) > 1 else None)
@@ -48,6 +56,18 @@ def main():
     failures = []
     if not pkgs:
         failures.append("no apt-get install in the Dockerfile's last stage")
+    text = open(os.path.join(stack.ROOT, "Dockerfile")).read()
+    final = re.split(r"^FROM ", text, flags=re.M)[-1]
+    for what, ok in (("final stage runs as a non-root USER", re.search(r"^USER (?!0\b|root\b)\S+", final, re.M)),
+                     ("final stage copies the binary to the ENTRYPOINT path",
+                      "/usr/bin/sockpressure_exporter" in final and
+                      'ENTRYPOINT ["/usr/bin/sockpressure_exporter"]' in final),
+                     ("EXPOSE 19100 and --web.listen-address=:19100", "EXPOSE 19100" in final
+                      and "--web.listen-address=:19100" in final),
+                     ("both stages on Debian bookworm", text.count("FROM debian:bookworm") == 2)):
+        print(("ok   " if ok else "FAIL ") + what)
+        if not ok:
+            failures.append(what)
     dev = [p for p in pkgs if p.endswith("-dev") or p in ("cmake", "clang", "build-essential", "bpftool")]
     if dev:
         failures.append(f"build-only packages in the runtime stage: {dev}")
@@ -67,8 +87,9 @@ def main():
     out = subprocess.run(["ldd", agent], capture_output=True, text=True).stdout
     libs = re.findall(r"=> (/\S+)", out)
     needed_pkgs = {}
+    own = owners(libs)
     for lib in libs:
-        pkg = owner(lib)
+        pkg = own.get(lib)
         if pkg is None:
             failures.append(f"{lib}: no Debian package owns it (built locally?)")
             continue
@@ -78,6 +99,17 @@ def main():
         print(f"{'ok  ' if ok else 'FAIL'} {pkg:28} {' '.join(ls)}")
         if not ok:
             failures.append(f"{pkg} ({' '.join(ls)}) is linked but not installed by the runtime stage")
+    # Libraries the binary names itself (DT_NEEDED) must come from packages the Dockerfile lists,
+    # not from whatever another library happens to pull in today; the C/C++ runtime is in the
+    # bookworm-slim base image.
+    base_image = {"libc6", "libgcc-s1", "libstdc++6"}
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]",
+                        subprocess.run(["readelf", "-d", agent], capture_output=True, text=True).stdout)
+    by_name = {os.path.basename(lib): own.get(lib) for lib in libs}
+    for soname in needed:
+        pkg = by_name.get(soname)
+        if pkg and pkg not in pkgs and pkg not in base_image:
+            failures.append(f"{soname} is linked directly; list its package {pkg} in the runtime stage")
     direct = {pkg for pkg in needed_pkgs}
     for pkg in pkgs:
         if pkg not in direct:
