@@ -655,6 +655,9 @@ def main():
     ap.add_argument("--linger", type=int, default=600)
     ap.add_argument("--results", help="results directory (default tests/lab/.cache/results/<time>)")
     args = ap.parse_args()
+    # ctest's timeout sends SIGTERM: turn it into SystemExit so the `finally` blocks still kill
+    # QEMU, Prometheus and Alertmanager (they run in their own sessions and would outlive us).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.cgroup_a, args.cgroup_b = ("/lab/A", "/lab/B") if args.memcg_limit else ("/A", "/B")
     t0 = time.time()
 
