@@ -125,7 +125,10 @@ def main():
     sc = c["securityContext"]
     check(spec.get("tolerations") == [{"operator": "Exists"}], "tolerates every taint")
     check(spec.get("hostPID") is True and spec.get("hostNetwork") is True, "hostPID and hostNetwork")
-    check(spec.get("automountServiceAccountToken") is False, "no service account token mounted")
+    # The token is for the kubelet's /pods (identity labels); RBAC grants nothing else.
+    check(spec.get("automountServiceAccountToken") is True and
+          {"name": "NODE_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}} in c.get("env", []),
+          "service account token and NODE_IP=status.hostIP for the kubelet /pods client")
     check(sc.get("readOnlyRootFilesystem") is True and sc.get("allowPrivilegeEscalation") is False
           and not sc.get("privileged"), "read-only root fs, no privilege escalation, not privileged")
     want_caps = {"BPF", "PERFMON", "SYS_RESOURCE", "SYS_ADMIN", "SYS_PTRACE", "DAC_READ_SEARCH"}
@@ -171,7 +174,13 @@ def main():
     rules_text = open(os.path.join(ROOT, "alerts", "sockpressure-rules.yaml")).read()
     check(f'up{{job="{svc["metadata"]["name"]}"}}' in rules_text, "agent alerts select job=<Service name>")
     cr = [r for r in by_kind.get("ClusterRole", []) if r["metadata"]["name"] == "sockpressure-exporter-kubelet"]
-    check(len(cr) == 1, "ClusterRole sockpressure-exporter-kubelet exists for kubelet access to be added")
+    check(len(cr) == 1 and all(r.get("verbs") == ["get"] and all(x.startswith("nodes/") for x in r["resources"])
+                               for r in cr[0]["rules"]),
+          "ClusterRole sockpressure-exporter-kubelet grants only get on nodes/* subresources")
+    crb = [b for b in by_kind.get("ClusterRoleBinding", []) if b["roleRef"]["name"] == "sockpressure-exporter-kubelet"]
+    check(len(crb) == 1 and crb[0]["subjects"] == [{"kind": "ServiceAccount", "name": spec["serviceAccountName"],
+                                                    "namespace": "sockpressure"}],
+          "the ClusterRole is bound to the DaemonSet's service account")
     namespaced = [d for d in docs if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding")]
     check(all(d["metadata"].get("namespace") == "sockpressure" for d in namespaced),
           "every namespaced object is in namespace sockpressure")
