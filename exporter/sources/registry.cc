@@ -1,8 +1,10 @@
 // The list of collectors linked into the binary. Order matters: cgroupfs
 // runs first because the other sources resolve cgroup ids through the
 // cgroups it found in the same sample.
+#include "exporter/sources/bpf/bpf_source.h"
 #include "exporter/sources/cgroupfs_source.h"
 #include "exporter/sources/procfs_sources.h"
+#include "exporter/sources/sock_diag/sock_diag_source.h"
 #include "exporter/sources/source.h"
 
 namespace sockpressure {
@@ -20,6 +22,18 @@ const std::vector<SourceRegistration>& RegisteredSources() {
        [](const SourceContext& ctx) { return NewSockstatSource(ctx.paths); }},
       {"vmstat", true, "node-wide reclaim (/proc/vmstat) and memory PSI",
        [](const SourceContext& ctx) { return NewVmstatSource(ctx.paths); }},
+      // eBPF tiers (bpf/README.md). The per-probe entries only record that
+      // they are enabled; "bpf" then builds one collector with those probes.
+      {"bpf_vmpressure", true, "eBPF vmpressure() verdicts (fentry/fexit, else kprobe/kretprobe)",
+       [](const SourceContext&) { return EnableBpfProbe("bpf_vmpressure"); }},
+      {"bpf_pressure", true, "eBPF cgroup iterator sampling memcg->socket_pressure",
+       [](const SourceContext&) { return EnableBpfProbe("bpf_pressure"); }},
+      {"bpf_clamps", true, "eBPF receive-window clamps (fexit/kprobe __tcp_select_window, else tcp_rcv_space_adjust)",
+       [](const SourceContext&) { return EnableBpfProbe("bpf_clamps"); }},
+      {"bpf", true, "all eBPF tiers (falls back per signal; off without root or BTF)",
+       [](const SourceContext& ctx) { return NewBpfSourceFromFlags(ctx); }},
+      {"sock_diag", true, "TCP socket census per cgroup via inet_diag, in every network namespace",
+       [](const SourceContext& ctx) { return NewSockDiagSource(ctx.paths); }},
   };
   return sources;
 }

@@ -1,0 +1,9 @@
+#!/bin/sh
+# eBPF / sock_diag benchmarks. Usage: bench/bpf/run.sh BUILD_DIR [sockets] [GiB]
+# Root only. Changes no sysctl; the census runs in a private network
+# namespace created (and dropped on exit) by the benchmark process itself.
+set -eu
+B=${1:?usage: $0 BUILD_DIR [sockets] [GiB]}/bench/bpf/bpf_bench
+"$B" iter 2000
+"$B" throughput "${3:-2}"
+"$B" census "${2:-100000}"

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Types shared by the BPF programs in bpf/ and the agent (exporter/sources/bpf).
+ * Plain fixed-width C so that both clang -target bpf and the C++ build see the
+ * same layout. Keep every struct a multiple of 8 bytes (no implicit padding). */
+#ifndef SOCKPRESSURE_BPF_H
+#define SOCKPRESSURE_BPF_H
+
+#ifdef __bpf__
+typedef __u64 sp_u64;
+typedef __u32 sp_u32;
+#else
+#include <stdint.h>
+typedef uint64_t sp_u64;
+typedef uint32_t sp_u32;
+#endif
+
+/* Upper bounds of the in-kernel maps. Cgroup maps are keyed by cgroup id; a
+ * node with more memory cgroups than this loses updates, which are counted in
+ * the SP_STAT_LOST slot (sockpressure_bpf_events_lost_total). */
+#define SP_MAX_CGROUPS 16384
+#define SP_MAX_SOCKETS 65536 /* per-socket LRU for clamp transitions */
+#define SP_MAX_TASKS 4096    /* vmpressure entry->exit hand-over */
+#define SP_MAX_DEPTH 16      /* memcg ancestors walked (cgroup depth) */
+
+/* Slots of the per-CPU `stats` array of every object. */
+enum sp_stat {
+	SP_STAT_RUNS = 0,       /* handler invocations (any entry point) */
+	SP_STAT_NO_MEMCG = 1,   /* sk->sk_memcg == NULL (root, v1 w/o kmem.tcp, nosocket) */
+	SP_STAT_PRESSURED = 2,  /* socket's memcg chain under socket pressure */
+	SP_STAT_CLAMPS = 3,     /* clamp transitions counted */
+	SP_STAT_LOST = 4,       /* map updates that failed (map full) */
+	SP_STAT_SKIPPED = 5,    /* vmpressure: tree=true, root or no memcg */
+	SP_STAT_NR = 8,
+};
+
+/* One record per cgroup written by the iter/cgroup program (bpf_seq_write). */
+struct sp_memcg_rec {
+	sp_u64 cgroup_id;  /* cgrp->kn->id == inode of the cgroupfs directory */
+	sp_u64 deadline;   /* memcg->socket_pressure (jiffies), 0 if never set */
+	sp_u64 now;        /* bpf_jiffies64() when the record was read */
+	sp_u32 flags;      /* SP_REC_* */
+	sp_u32 pad;
+};
+#define SP_REC_HAS_MEMCG 1u        /* the memory css exists for this cgroup */
+#define SP_REC_TCPMEM_PRESSURE 2u  /* v1 memcg->tcpmem_pressure set */
+#define SP_REC_DEADLINE_32 4u      /* socket_pressure is 32 bits (32-bit kernel) */
+
+/* Per-cgroup counters of the vmpressure tier (cumulative). */
+struct sp_reclaim_val {
+	sp_u64 scanned, reclaimed;     /* pages passed to vmpressure(tree=false) */
+	sp_u64 windows[3];             /* completed >=512-page windows: low, medium, critical */
+	sp_u64 assertions;             /* socket_pressure deadline moved forward */
+	sp_u64 pressure_jiffies;       /* sum of deadline extensions (jiffies) */
+	sp_u64 last_assert_ns;         /* bpf_ktime_get_ns() of the last assertion */
+	sp_u64 last_remaining_jiffies; /* deadline - jiffies at the last assertion */
+};
+
+#endif /* SOCKPRESSURE_BPF_H */

@@ -1,0 +1,67 @@
+// Collector "bpf": the eBPF tiers (bpf/*.bpf.c), each signal from the best
+// attach type the running kernel accepts, falling back and never failing.
+//
+//   reclaim, socket_pressure  fentry/fexit vmpressure -> kprobe/kretprobe
+//   socket_pressure           iter/cgroup over the memory hierarchy
+//   window_clamps             fexit __tcp_select_window -> kprobe ->
+//                             tp_btf tcp_rcv_space_adjust -> raw_tp
+//
+// Every variant is loaded from its own skeleton instance: one program that
+// fails to load fails the whole object (build-notes §3), so a refused fentry
+// must not take the tp_btf variant down with it. Why each tier was skipped is
+// logged once at start-up and exported as sockpressure_probe_attached.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "exporter/sources/source.h"
+
+namespace sockpressure {
+
+struct BpfOptions {
+  Paths paths;
+  bool clamps = true;      // window clamps
+  bool pressure = true;    // iter/cgroup pressure state
+  bool vmpressure = true;  // vmpressure verdicts
+  // Attach types to try, best first. Tests narrow these.
+  std::vector<std::string> clamp_attach = {"fexit", "kprobe", "tp_btf", "raw_tp"};
+  std::vector<std::string> vmpressure_attach = {"fentry", "kprobe"};
+  // Keep only the capabilities needed after attaching (capabilities.h).
+  bool drop_capabilities = true;
+};
+
+// False when the binary was built without the BPF objects (SOCKPRESSURE_BPF=OFF
+// or no clang/bpftool/libbpf at build time).
+bool BpfBuiltIn();
+
+class BpfSource : public Source {
+ public:
+  absl::string_view name() const override { return "bpf"; }
+  // What was tried at start-up, in order.
+  virtual std::vector<ProbeStatus> Probes() const = 0;
+  // SP_STAT_* slots (bpf/sockpressure_bpf.h) summed over CPUs for one probe:
+  // "window_clamps", "socket_pressure" (iterator) or "vmpressure". Empty when
+  // the probe is not attached.
+  virtual std::vector<uint64_t> Stats(absl::string_view probe) const = 0;
+  // (program name, fd) of every loaded program, for benchmarks.
+  virtual std::vector<std::pair<std::string, int>> ProgramFds() const = 0;
+  // cgroup ids the iterator reported in the last Collect() (all memory
+  // cgroups while there are few enough to fit one iterator read).
+  virtual std::vector<uint64_t> LastIterCgroupIds() const = 0;
+};
+
+std::unique_ptr<BpfSource> NewBpfSource(const BpfOptions& options);
+
+// Registry glue: the per-probe collectors (--collector.bpf_clamps, ...) are
+// registered before "bpf"; their factories only record that they are
+// enabled (and return no source), then the "bpf" factory builds one source
+// with those probes. --no-collector.bpf turns all of them off.
+std::unique_ptr<Source> EnableBpfProbe(absl::string_view probe);
+std::unique_ptr<Source> NewBpfSourceFromFlags(const SourceContext& ctx);
+
+}  // namespace sockpressure

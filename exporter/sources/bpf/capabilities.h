@@ -1,0 +1,38 @@
+// Keeping only the capabilities the agent needs once the probes are attached.
+//
+// Loading and attaching BPF programs needs CAP_BPF + CAP_PERFMON (+
+// CAP_SYS_ADMIN on kernels older than 5.8, and for some attach types);
+// afterwards the agent only reads maps, creates iterator fds and enters
+// network namespaces. Each feature declares what it still needs at run time
+// with NeedCapabilities() from its factory; the first sample then calls
+// DropUnneededCapabilities(), which removes every other capability from the
+// effective, permitted, inheritable, ambient and bounding sets.
+//
+// Capabilities are per thread in Linux: the drop is done on the thread that
+// runs the first sample, which in main() is the main thread before the
+// sampler and HTTP threads are started, so they inherit the reduced set.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace sockpressure {
+
+// Bit masks over CAP_* numbers (linux/capability.h).
+uint64_t CapBit(int cap);
+
+// Adds to the set kept by DropUnneededCapabilities(). Thread-safe.
+void NeedCapabilities(uint64_t mask, const char* why);
+
+// Drops everything not needed, once per process (later calls do nothing).
+// No-op (and returns an empty string) when the process is not privileged.
+// Returns a human-readable summary of what was kept.
+std::string DropUnneededCapabilities();
+
+// The effective capability mask of the calling thread.
+uint64_t EffectiveCapabilities();
+
+// Names of the capabilities in `mask`, comma-separated ("cap_bpf,cap_sys_admin").
+std::string CapabilityNames(uint64_t mask);
+
+}  // namespace sockpressure

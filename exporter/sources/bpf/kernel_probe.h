@@ -1,0 +1,29 @@
+// Small run-time facts about the running kernel that the BPF tiers need.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace sockpressure {
+
+// CONFIG_HZ of the running kernel from /proc/config.gz or
+// /boot/config-<release>; nullopt when neither is readable. socket_pressure
+// deadlines are jiffies + HZ (mm/vmpressure.c), so HZ converts them to time.
+std::optional<int> KernelConfigHz(const std::string& procfs_root);
+
+// Rounds a measured jiffies/second rate to the nearest CONFIG_HZ choice
+// (100, 250, 300, 1000); nullopt when it is far from all of them.
+std::optional<int> RoundToKernelHz(double rate);
+
+// kernel.bpf_stats_enabled (read only; the agent never changes it).
+bool BpfStatsEnabled(const std::string& procfs_root);
+
+// Why the kernel-side tiers (eBPF, sock_diag) cannot be matched with the
+// cgroups under `cgroupfs_root`, or "" when they can. They report the running
+// kernel's cgroup ids, which only mean something against the live cgroup
+// filesystem: not against a fixture tree (--path.cgroupfs in tests and
+// simulations), nor when there is no memory hierarchy at all.
+std::string KernelTiersUnusableReason(const std::string& cgroupfs_root);
+
+}  // namespace sockpressure

@@ -1,0 +1,38 @@
+// Network namespaces of the node, for the sock_diag census.
+//
+// inet_diag answers only for the network namespace of the netlink socket
+// (net/ipv4/inet_diag.c uses sock_net(skb->sk)), and pod sockets live in
+// their own namespaces. A netlink socket stays bound to the namespace it was
+// created in, so we create one per namespace from a short-lived dedicated
+// thread that setns()-es into each; the sampler thread never changes
+// namespace and can dump through those sockets afterwards.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace sockpressure {
+
+struct NetnsRef {
+  uint64_t inode = 0;  // namespace id (st_ino of the nsfs file)
+  std::string path;    // a file that refers to it (/proc/PID/ns/net, /run/netns/NAME)
+  bool own = false;    // the namespace of the calling thread
+};
+
+// All distinct network namespaces: every /proc/PID/ns/net under `procfs`
+// plus the bind mounts under `run_netns_dirs` (ip netns, CNI), deduplicated
+// by inode. The caller's own namespace is first.
+std::vector<NetnsRef> ListNetworkNamespaces(const std::string& procfs,
+                                            const std::vector<std::string>& run_netns_dirs = {"/run/netns"});
+
+// Opens one socket(domain, type, protocol) inside each namespace (in order),
+// from a dedicated thread. Entries are -1 where the namespace vanished or
+// setns() was refused (needs CAP_SYS_ADMIN; opening another user's
+// /proc/PID/ns/net needs CAP_SYS_PTRACE). The caller owns the fds.
+std::vector<int> OpenSocketsInNamespaces(const std::vector<NetnsRef>& namespaces, int domain, int type,
+                                         int protocol, std::string* first_error);
+
+}  // namespace sockpressure
