@@ -33,7 +33,15 @@ has() { grep -q "$1" "$TMP/m" || fail "missing: $1"; }
 
 P=$(port 1)
 start "$P"
-grep -q 'source="none"} 1' "$TMP/m" || true
+sleep 0.6  # the log line comes with the first sample
+if grep -q 'eBPF tiers unavailable: not built in' "$TMP/log"; then
+  # Built with SOCKPRESSURE_BPF=OFF (or without clang/bpftool/libbpf).
+  has '^sockpressure_signal_source{signal="window_clamps",source="none"} 1$'
+  has '^sockpressure_signal_source{signal="clamped_sockets",source="sock_diag"} 1$'
+  stop
+  echo "PASS (eBPF not built in; agent runs on the other tiers)"
+  exit 0
+fi
 has '^sockpressure_probe_attached{probe="window_clamps",attach="[a-z_]*"} 1$'
 has '^sockpressure_signal_source{signal="window_clamps",source="\(fentry\|kprobe\|tp_btf\|raw_tp\)"} 1$'
 has '^sockpressure_signal_source{signal="clamped_sockets",source="sock_diag"} 1$'
