@@ -20,6 +20,9 @@ struct CgroupfsOptions {
   // Stop reading cgroups beyond this many (breadth-first, so the shallow,
   // more important levels are kept). The rest are counted, not read.
   size_t max_cgroups = 5000;
+  // Read limits, sizes, events and PSI every this many samples (and on the
+  // first); memory.stat is read every sample.
+  uint64_t slow_every = 1;
 };
 
 // Where the memory controller lives under a cgroupfs root.

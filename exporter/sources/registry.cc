@@ -1,6 +1,8 @@
 // The list of collectors linked into the binary. Order matters: cgroupfs
 // runs first because the other sources resolve cgroup ids through the
 // cgroups it found in the same sample.
+#include <algorithm>
+
 #include "exporter/sources/bpf/bpf_source.h"
 #include "exporter/sources/cgroupfs_source.h"
 #include "exporter/sources/procfs_sources.h"
@@ -12,7 +14,11 @@ namespace sockpressure {
 const std::vector<SourceRegistration>& RegisteredSources() {
   static const std::vector<SourceRegistration> sources = {
       {"cgroupfs", true, "memory cgroup hierarchy: memory.stat, memory.events, memory.pressure, limits",
-       [](const SourceContext& ctx) { return NewCgroupfsSource(ctx.paths, {ctx.max_cgroups}); }},
+       [](const SourceContext& ctx) {
+         // Slow files (limits, sizes, PSI) about every 10 s.
+         uint64_t slow_every = static_cast<uint64_t>(std::max(1.0, 10.0 / ctx.interval_seconds));
+         return NewCgroupfsSource(ctx.paths, {ctx.max_cgroups, slow_every});
+       }},
       {"kernel", true, "kernel release and cgroup.memory=nosocket from the command line",
        [](const SourceContext& ctx) { return NewKernelSource(ctx.paths); }},
       {"swaps", true, "active swap areas (/proc/swaps)", [](const SourceContext& ctx) { return NewSwapsSource(ctx.paths); }},

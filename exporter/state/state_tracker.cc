@@ -97,8 +97,8 @@ void StateTracker::ApplyMemoryStat(const Sample& sample, const std::vector<Cgrou
   }
 }
 
-void StateTracker::ApplyTiers(const Sample& sample, const std::vector<CgroupState*>& states, double interval) {
-  (void)interval;
+void StateTracker::ApplyTiers(const Sample& sample, const std::vector<CgroupState*>& states,
+                              bool socket_accounting) {
   for (size_t i = 0; i < sample.cgroups.size(); ++i) {
     CgroupState& st = *states[i];
     uint64_t id = sample.cgroups[i].id;
@@ -124,9 +124,15 @@ void StateTracker::ApplyTiers(const Sample& sample, const std::vector<CgroupStat
         continue;
       }
       PressureState& prev = st.prev_pressure[tier];
-      v.pressure_events_total += CounterDelta(it->second.assertions, prev.assertions);
-      v.pressure_seconds_total += SecondsDelta(it->second.seconds, prev.seconds);
-      v.pressure_asserted = it->second.active;
+      // With cgroup.memory=nosocket vmpressure still writes
+      // memcg->socket_pressure, but no socket has an sk_memcg to be
+      // throttled by it: count only what throttles (mm/memcontrol.c,
+      // mem_cgroup_sockets_enabled).
+      if (socket_accounting) {
+        v.pressure_events_total += CounterDelta(it->second.assertions, prev.assertions);
+        v.pressure_seconds_total += SecondsDelta(it->second.seconds, prev.seconds);
+      }
+      v.pressure_asserted = socket_accounting && it->second.active;
       prev = it->second;
     }
     for (const auto& [tier, by_id] : sample.clamps) {
@@ -180,7 +186,7 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
   // pointers into `next` stay valid: no rehash happens after reserve+emplace
   // of at most sample.cgroups.size() elements.
   ApplyMemoryStat(sample, states, interval, snap->socket_accounting_enabled);
-  ApplyTiers(sample, states, interval);
+  ApplyTiers(sample, states, snap->socket_accounting_enabled);
 
   for (int s = 0; s < kSignalCount; ++s) snap->signal_tier[s] = BestLive(sample, static_cast<Signal>(s));
 

@@ -49,7 +49,7 @@ class StateTracker {
 
   void ApplyMemoryStat(const Sample& sample, const std::vector<CgroupState*>& states, double interval,
                        bool can_throttle_v2);
-  void ApplyTiers(const Sample& sample, const std::vector<CgroupState*>& states, double interval);
+  void ApplyTiers(const Sample& sample, const std::vector<CgroupState*>& states, bool socket_accounting);
 
   IdentityResolver* identity_;
   bool keep_all_tiers_;

@@ -5,7 +5,7 @@
 AGENT="$1"
 source "$(dirname "$0")/lib.sh"
 command -v promtool >/dev/null || fail "promtool not found (apt-get install prometheus)"
-WORK="$(make_tmp)"
+make_work
 
 # Run-dependent values: timings, counts of samples/requests, build revision.
 normalize() {

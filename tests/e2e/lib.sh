@@ -15,18 +15,19 @@ cleanup() {
   for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && wait "$pid" 2>/dev/null || true; done
   local d
-  for d in "${TMP_DIRS[@]:-}"; do [ -n "$d" ] && rm -rf "$d"; done
+  for d in "${TMP_DIRS[@]:-}"; do if [ -n "$d" ]; then rm -rf "$d"; fi; done
+  return 0
 }
 trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*" >&2; exit "$SKIP_CODE"; }
 
-make_tmp() {
-  local d
-  d="$(mktemp -d "${TMPDIR:-/tmp}/sockpressure-e2e.XXXXXX")"
-  TMP_DIRS+=("$d")
-  echo "$d"
+# make_work: sets WORK to a fresh directory that the EXIT trap removes
+# (not "$(…)": a subshell could not register it for cleanup).
+make_work() {
+  WORK="$(mktemp -d "${TMPDIR:-/tmp}/sockpressure-e2e.XXXXXX")"
+  TMP_DIRS+=("$WORK")
 }
 
 free_port() {

@@ -3,7 +3,7 @@
 # samples repeatedly and serves valid metrics with every collector healthy.
 AGENT="$1"
 source "$(dirname "$0")/lib.sh"
-WORK="$(make_tmp)"
+make_work
 port="$(free_port)"
 start_agent "$port" --sample.interval=200ms
 sleep 1.5

@@ -6,7 +6,7 @@
 AGENT="$1"
 source "$(dirname "$0")/lib.sh"
 command -v prometheus >/dev/null || fail "prometheus not found (apt-get install prometheus)"
-WORK="$(make_tmp)"
+make_work
 A=/workload.slice/proxy.service
 cp -r "$FIXTURES/v2" "$WORK/tree"
 agent_port="$(free_port)"

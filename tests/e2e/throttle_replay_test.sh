@@ -6,7 +6,7 @@
 # cgroup.memory=nosocket the ratio is high but nothing is throttled.
 AGENT="$1"
 source "$(dirname "$0")/lib.sh"
-WORK="$(make_tmp)"
+make_work
 A=/workload.slice/proxy.service
 B=/workload.slice/cache.service
 

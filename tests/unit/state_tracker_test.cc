@@ -227,3 +227,28 @@ TEST(StateTrackerTest, ParentReadBeforeChildDoesNotInventLocalScans) {
 
 }  // namespace
 }  // namespace sockpressure
+
+namespace sockpressure {
+namespace {
+
+// Found by the QEMU lab: with cgroup.memory=nosocket the kernel still sets
+// memcg->socket_pressure (the eBPF tiers see it), but nothing is throttled.
+TEST(StateTrackerTest, NosocketIgnoresKernelPressureMarks) {
+  StateTracker tracker;
+  Tree tree;
+  tree.nosocket = true;
+  for (int i = 0; i < 2; ++i) {
+    Sample s = tree.Next();
+    s.MarkLive(Signal::kSocketPressure, Tier::kIter);
+    s.pressure[Tier::kIter][102] = PressureState{true, 5u * (i + 1), 2.0 * (i + 1)};
+    auto snap = tracker.Update(std::move(s), {}, 0);
+    const CgroupView& a = View(*snap, "/w/a");
+    EXPECT_EQ(a.tier[static_cast<int>(Signal::kSocketPressure)], Tier::kIter);
+    EXPECT_EQ(a.best.pressure_events_total, 0u);
+    EXPECT_DOUBLE_EQ(a.best.pressure_seconds_total, 0.0);
+    EXPECT_FALSE(a.pressure_active);
+  }
+}
+
+}  // namespace
+}  // namespace sockpressure
