@@ -39,6 +39,9 @@ struct SourceContext {
   Paths paths;
   size_t max_cgroups = 5000;
   double interval_seconds = 1.0;
+  // --bpf.vmpressure-attach / --bpf.clamps-attach: attach types to try, best
+  // first (empty = the built-in order). Lets the lab verify every tier.
+  std::vector<std::string> bpf_vmpressure_attach, bpf_clamps_attach;
 };
 
 using SourceFactory = std::function<std::unique_ptr<Source>(const SourceContext&)>;

@@ -690,6 +690,8 @@ std::unique_ptr<Source> NewBpfSourceFromFlags(const SourceContext& ctx) {
     o.pressure = enabled_probes.count("bpf_pressure") > 0;
     o.vmpressure = enabled_probes.count("bpf_vmpressure") > 0;
   }
+  if (!ctx.bpf_vmpressure_attach.empty()) o.vmpressure_attach = ctx.bpf_vmpressure_attach;
+  if (!ctx.bpf_clamps_attach.empty()) o.clamp_attach = ctx.bpf_clamps_attach;
   return NewBpfSource(o);
 }
 
