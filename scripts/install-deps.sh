@@ -22,8 +22,7 @@ BUILD_PKGS=(
 TEST_PKGS=(
   prometheus prometheus-alertmanager yamllint python3 python3-jsonschema
   chromium openssl curl iproute2 procps psmisc
-  qemu-system-x86 busybox-static e2fsprogs cpio kmod zstd
-  nodejs npm
+  qemu-system-x86 busybox-static e2fsprogs cpio kmod zstd gzip util-linux binutils systemd
 )
 
 missing() {  # prints the packages of "$@" that are not installed
@@ -34,7 +33,13 @@ missing() {  # prints the packages of "$@" that are not installed
 }
 
 pkgs=("${BUILD_PKGS[@]}")
-[ "$what" = test ] && pkgs+=("${TEST_PKGS[@]}")
+if [ "$what" = test ]; then
+  pkgs+=("${TEST_PKGS[@]}")
+  # Node.js runs the offline Kubernetes schema validation. Some images ship
+  # it from elsewhere with npm bundled, where Debian's npm would conflict:
+  # install it only when there is no node/npm at all.
+  command -v node >/dev/null && command -v npm >/dev/null || pkgs+=(nodejs npm)
+fi
 todo=$(missing "${pkgs[@]}")
 if [ -n "$todo" ]; then
   $SUDO apt-get update -q
