@@ -8,10 +8,15 @@
 #include <cstdio>
 #include <memory>
 #include <pthread.h>
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "exporter/alerting/alertmanager.h"
+#include "exporter/alerting/api.h"
+#include "exporter/alerting/doctor.h"
+#include "exporter/alerting/episodes.h"
 #include "exporter/cli/flag_set.h"
 #include "exporter/common/logging.h"
 #include "exporter/identity/kubelet_client.h"
@@ -37,7 +42,26 @@ struct Options {
   std::string log_level = "info";
   std::map<std::string, bool> collectors;
   KubeletOptions kubelet;  // namespace/pod/container labels (exporter/identity)
+  // Alerting (exporter/alerting).
+  bool doctor = false;
+  absl::Duration episode_quiet = absl::Seconds(30);
+  int64_t episode_history = 256;
+  std::string external_url;
+  std::vector<std::string> am_urls;
+  absl::Duration am_min_pressure = absl::Seconds(10);
+  absl::Duration am_resend = absl::Seconds(30);
+  absl::Duration am_timeout = absl::Seconds(10);
+  absl::Duration am_max_backoff = absl::Seconds(30);
+  int64_t am_max_alerts = 1000;
+  std::string am_instance;
+  std::vector<std::string> am_extra_labels;
 };
+
+std::string Hostname() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
 
 int Run(int argc, char** argv) {
   Options opt;
@@ -57,6 +81,32 @@ int Run(int argc, char** argv) {
              "Also export every live tier's per-cgroup verdicts side by side (sockpressure_tier_*{source}).");
   flags.String("log.level", &opt.log_level, "Only log messages with the given severity or above: debug, info, warn, error.");
   RegisterKubeletFlags(&flags, &opt.kubelet);
+  flags.Bool("doctor", &opt.doctor,
+             "Run the one-shot node report (same as the `doctor` command) and exit: 0 no throttling, 1 throttling "
+             "found, 2 cannot tell.");
+  flags.Duration("episodes.quiet-period", &opt.episode_quiet,
+                 "A throttling episode ends after this long without socket pressure or clamps on its cgroup.");
+  flags.Int("episodes.history", &opt.episode_history, "Recent throttling episodes kept for /api/v1/episodes and /episodes.");
+  flags.String("web.external-url", &opt.external_url,
+               "URL under which the agent is reachable (alert generatorURL links to <url>/episodes); default "
+               "http://<hostname>:<listen port>.");
+  flags.StringList("alertmanager.url", &opt.am_urls,
+                   "Alertmanager to push SockPressureTCPThrottled alerts to (v2 API), e.g. http://alertmanager:9093.");
+  flags.Duration("alertmanager.min-pressure-duration", &opt.am_min_pressure,
+                 "Push an alert once an episode has been under socket pressure for this long.");
+  flags.Duration("alertmanager.resend-interval", &opt.am_resend,
+                 "Re-send firing alerts this often (their endsAt is 4 intervals ahead, so a dead agent's alerts expire).");
+  flags.Duration("alertmanager.timeout", &opt.am_timeout, "Timeout of one push to Alertmanager.");
+  flags.Duration("alertmanager.max-backoff", &opt.am_max_backoff,
+                 "Upper bound of the retry backoff (from 500ms, doubling) while an Alertmanager fails.");
+  flags.Int("alertmanager.max-alerts", &opt.am_max_alerts,
+            "Alerts held for delivery at most; beyond it the oldest resolved ones are dropped.");
+  flags.String("alertmanager.instance-label", &opt.am_instance,
+               "`instance` label of pushed alerts; set it to the instance Prometheus gives this agent's target so "
+               "pushed and rule-based alerts deduplicate (default <hostname>:<listen port>; \"none\" = no instance label).");
+  flags.StringList("alertmanager.extra-label", &opt.am_extra_labels,
+                   "NAME=VALUE label added to pushed alerts, e.g. job=sockpressure-exporter (what Prometheus adds to "
+                   "the rule-based alert, plus any external_labels).");
   for (const SourceRegistration& r : RegisteredSources()) {
     opt.collectors[r.name] = r.enabled_by_default;
     flags.Bool(absl::StrCat("collector.", r.name), &opt.collectors[r.name],
@@ -84,6 +134,10 @@ int Run(int argc, char** argv) {
     return 2;
   }
   SetLogLevel(level);
+  if (!positional.empty() && positional[0] == "doctor" && positional.size() == 1) {
+    opt.doctor = true;
+    positional.clear();
+  }
   if (!positional.empty()) {
     std::fprintf(stderr, "sockpressure_exporter: unknown command '%s' (see --help)\n", positional[0].c_str());
     return 2;
@@ -143,6 +197,14 @@ int Run(int argc, char** argv) {
   if (*identity) (*identity)->WaitForFirstAttempt(absl::Seconds(6));
   auto tracker = std::make_unique<StateTracker>(identity->get(), opt.all_tiers);
   Sampler sampler(std::move(sources), std::move(tracker), ctx.interval_seconds);
+  if (opt.doctor) {
+    DoctorOptions d;
+    d.interval_seconds = ctx.interval_seconds;
+    d.version = kVersion;
+    d.paths_description = absl::StrCat("procfs=", opt.paths.procfs, " sysfs=", opt.paths.sysfs,
+                                       " cgroupfs=", opt.paths.cgroupfs);
+    return RunDoctor(sampler, d);
+  }
   std::shared_ptr<const Snapshot> first = sampler.SampleOnce();
   SP_LOG_INFO("first sample: ", first->cgroups.size(), " memory cgroups (", CgroupModeName(first->cgroup_mode),
               " hierarchy); signal sources: reclaim=", TierName(first->signal_tier[0]),
@@ -150,6 +212,49 @@ int Run(int argc, char** argv) {
               " clamped_sockets=", TierName(first->signal_tier[3]), " sock_throttled=", TierName(first->signal_tier[4]));
 
   MetricsEndpoint metrics(&sampler, {kVersion, kRevision, kCompiler}, {opt.all_tiers});
+
+  // Alerting: episodes from every snapshot, optional push to Alertmanager.
+  EpisodeOptions episode_options;
+  episode_options.quiet_seconds = absl::ToDoubleSeconds(opt.episode_quiet);
+  episode_options.history = static_cast<size_t>(std::max<int64_t>(1, opt.episode_history));
+  EpisodeTracker episodes(episode_options);
+  episodes.Observe(*first);
+  metrics.AddWriter([&episodes](const Snapshot& s, MetricWriter& w) { episodes.WriteMetrics(s, w); });
+  std::unique_ptr<AlertmanagerPusher> pusher;
+  if (!opt.am_urls.empty()) {
+    absl::StatusOr<ListenAddress> listen = ParseListenAddress(opt.listen_address);
+    std::string host_port = absl::StrCat(Hostname(), ":", listen.ok() ? listen->port : 19100);
+    AlertmanagerOptions am;
+    am.urls = opt.am_urls;
+    am.min_pressure_seconds = absl::ToDoubleSeconds(opt.am_min_pressure);
+    am.resend_seconds = std::max(0.1, absl::ToDoubleSeconds(opt.am_resend));
+    am.timeout_seconds = absl::ToDoubleSeconds(opt.am_timeout);
+    am.max_backoff_seconds = std::max(0.5, absl::ToDoubleSeconds(opt.am_max_backoff));
+    am.max_alerts = static_cast<size_t>(std::max<int64_t>(1, opt.am_max_alerts));
+    am.instance = opt.am_instance.empty() ? host_port : opt.am_instance == "none" ? "" : opt.am_instance;
+    am.external_url = opt.external_url.empty()
+                          ? absl::StrCat(http.web.tls() ? "https://" : "http://", host_port)
+                          : opt.external_url;
+    while (!am.external_url.empty() && am.external_url.back() == '/') am.external_url.pop_back();
+    absl::StatusOr<LabelPairs> extra = ParseExtraLabels(opt.am_extra_labels);
+    if (!extra.ok()) {
+      std::fprintf(stderr, "sockpressure_exporter: %s\n", std::string(extra.status().message()).c_str());
+      return 2;
+    }
+    am.extra_labels = *extra;
+    absl::StatusOr<std::unique_ptr<AlertmanagerPusher>> created = AlertmanagerPusher::Create(am);
+    if (!created.ok()) {
+      std::fprintf(stderr, "sockpressure_exporter: %s\n", std::string(created.status().message()).c_str());
+      return 2;
+    }
+    pusher = std::move(*created);
+    metrics.AddWriter([p = pusher.get()](const Snapshot&, MetricWriter& w) { p->WriteMetrics(w); });
+    SP_LOG_INFO("pushing alerts to ", absl::StrJoin(am.urls, ","), " as instance=\"", am.instance, "\"");
+  }
+  sampler.AddListener([&episodes, p = pusher.get()](const std::shared_ptr<const Snapshot>& s) {
+    episodes.Observe(*s);
+    if (p != nullptr) p->Update(episodes.OpenAndJustClosed(), s->unix_millis);
+  });
   const double interval = ctx.interval_seconds;
   HttpServer server(http, &metrics, [&sampler, interval] {
     std::shared_ptr<const Snapshot> s = sampler.Latest();
@@ -157,11 +262,16 @@ int Run(int argc, char** argv) {
     double age = absl::ToDoubleSeconds(absl::Now() - absl::FromUnixMillis(s->unix_millis));
     return age < 3 * interval + 5;
   });
+  PageContext page;
+  page.version = kVersion;
+  if (pusher) page.alerting_status = [p = pusher.get()] { return p->Status(); };
+  AddAlertingRoutes(server, sampler, episodes, page);
   absl::Status started = server.Start();
   if (!started.ok()) {
     SP_LOG_ERROR(started.message());
     return 1;
   }
+  if (pusher) pusher->Start();
   sampler.Start();
 
   int sig = 0;
@@ -169,6 +279,7 @@ int Run(int argc, char** argv) {
   SP_LOG_INFO("received signal ", sig, ", shutting down");
   server.Stop();
   sampler.Stop();
+  if (pusher) pusher->Stop();
   return 0;
 }
 

@@ -1,0 +1,384 @@
+#include "exporter/alerting/alertmanager.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <unordered_set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "exporter/alerting/alerting.pb.h"
+#include "exporter/common/logging.h"
+
+namespace sockpressure {
+
+struct AlertmanagerPusher::Target {
+  std::string url;   // as given, for labels and logs
+  std::string path;  // <prefix>/api/v2/alerts
+  std::unique_ptr<httplib::Client> client;
+  std::unordered_map<std::string, Acked> acked;
+  double backoff_seconds = 0;
+  int64_t next_attempt_ms = 0;
+  bool up = false;
+  bool ever_tried = false;
+  uint64_t alerts_sent_total = 0, errors_total = 0;
+  double last_latency_seconds = -1;
+  std::string last_error;
+};
+
+namespace {
+
+int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
+
+int64_t Ms(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1000)); }
+
+}  // namespace
+
+absl::StatusOr<LabelPairs> ParseExtraLabels(const std::vector<std::string>& entries) {
+  LabelPairs out;
+  for (const std::string& e : entries) {
+    size_t eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--alertmanager.extra-label wants NAME=VALUE, got '", e, "'"));
+    }
+    std::string name = e.substr(0, eq);
+    bool valid = !absl::ascii_isdigit(static_cast<unsigned char>(name[0]));
+    for (char c : name) valid = valid && (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!valid) return absl::InvalidArgumentError(absl::StrCat("invalid label name '", name, "'"));
+    out.emplace_back(name, e.substr(eq + 1));
+  }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<AlertmanagerPusher>> AlertmanagerPusher::Create(AlertmanagerOptions options) {
+  std::unique_ptr<AlertmanagerPusher> p(new AlertmanagerPusher(std::move(options)));
+  for (const std::string& url : p->options_.urls) {
+    // "http://host:9093" or "https://host/prefix": httplib wants scheme+host+port
+    // and the path separately.
+    size_t scheme_end = url.find("://");
+    if (scheme_end == std::string::npos || !(absl::StartsWith(url, "http://") || absl::StartsWith(url, "https://"))) {
+      return absl::InvalidArgumentError(absl::StrCat("--alertmanager.url must start with http:// or https://: ", url));
+    }
+    size_t path_start = url.find('/', scheme_end + 3);
+    std::string base = path_start == std::string::npos ? url : url.substr(0, path_start);
+    std::string prefix = path_start == std::string::npos ? "" : url.substr(path_start);
+    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+    auto t = std::make_unique<Target>();
+    t->url = url;
+    t->path = prefix + "/api/v2/alerts";
+    t->client = std::make_unique<httplib::Client>(base);
+    if (!t->client->is_valid()) return absl::InvalidArgumentError(absl::StrCat("invalid --alertmanager.url ", url));
+    const int64_t ms = Ms(p->options_.timeout_seconds);
+    const time_t sec = static_cast<time_t>(ms / 1000), usec = static_cast<time_t>((ms % 1000) * 1000);
+    t->client->set_connection_timeout(sec, usec);
+    t->client->set_read_timeout(sec, usec);
+    t->client->set_write_timeout(sec, usec);
+    // One connection per Alertmanager, reused between pushes.
+    t->client->set_keep_alive(true);
+    p->targets_.push_back(std::move(t));
+  }
+  return p;
+}
+
+AlertmanagerPusher::AlertmanagerPusher(AlertmanagerOptions options) : options_(std::move(options)) {}
+
+AlertmanagerPusher::~AlertmanagerPusher() { Stop(); }
+
+void AlertmanagerPusher::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_) return;
+  started_ = true;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void AlertmanagerPusher::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void AlertmanagerPusher::Bump(Alert& a, int64_t now_ms) {
+  a.version = next_version_++;
+  a.changed_ms = now_ms;
+}
+
+void AlertmanagerPusher::Update(const std::vector<Episode>& episodes, int64_t now_ms) {
+  const int64_t wall_ms = NowMs();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::unordered_set<uint64_t> open;
+    for (const Episode& e : episodes) {
+      if (e.active) open.insert(e.id);
+      auto it = alerts_.find(e.cgroup);
+      if (!e.active) {
+        // Resolve only the alert of this very episode; a newer one on the same
+        // cgroup is a different alert instance.
+        if (it != alerts_.end() && it->second.episode_id == e.id && it->second.firing) {
+          it->second.firing = false;
+          it->second.ends_ms = e.end_ms;
+          it->second.annotations["throttled_seconds"] = absl::StrFormat("%.1f", e.throttled_seconds);
+          Bump(it->second, wall_ms);
+        }
+        continue;
+      }
+      if (e.throttled_seconds < options_.min_pressure_seconds) continue;
+      if (it != alerts_.end() && it->second.episode_id == e.id) {
+        // Same alert: refresh what the next resend shows, without forcing a
+        // push every sample (annotations do not change the alert's identity).
+        it->second.annotations["throttled_seconds"] = absl::StrFormat("%.1f", e.throttled_seconds);
+        continue;
+      }
+      Alert a;
+      a.episode_id = e.id;
+      a.starts_ms = e.start_ms;
+      // Same label set as the rule in alerts/sockpressure-rules.yaml, so that
+      // Alertmanager deduplicates the two paths (instance/job are what
+      // Prometheus adds; they come from flags).
+      a.labels["alertname"] = options_.alertname;
+      a.labels["severity"] = options_.severity;
+      a.labels["signal"] = std::string(EpisodeSignalLabel(e));
+      a.labels["cgroup"] = e.cgroup;
+      for (const auto& [k, v] : e.identity) a.labels[k] = v;
+      if (!options_.instance.empty()) a.labels["instance"] = options_.instance;
+      for (const auto& [k, v] : options_.extra_labels) a.labels[k] = v;
+      std::string pod;
+      for (const auto& [k, v] : e.identity) {
+        if (k == "pod") pod = v;
+      }
+      std::string ns = a.labels.count("namespace") ? a.labels["namespace"] : "";
+      a.annotations["summary"] = "TCP receive windows are throttled by memcg socket pressure.";
+      a.annotations["description"] = absl::StrCat(
+          "cgroup ", e.cgroup, pod.empty() ? "" : absl::StrCat(" (pod ", ns, "/", pod, ")"),
+          options_.instance.empty() ? "" : absl::StrCat(" on ", options_.instance),
+          " (and every cgroup below it) has been under socket pressure for ",
+          absl::StrFormat("%.0f", e.throttled_seconds),
+          " s in an ongoing episode (pushed by the agent). Its TCP sockets advertise receive windows of about "
+          "4*advmss.");
+      a.annotations["runbook_url"] = options_.runbook_url;
+      a.annotations["episode_id"] = absl::StrCat(e.id);
+      a.annotations["throttled_seconds"] = absl::StrFormat("%.1f", e.throttled_seconds);
+      if (!options_.external_url.empty()) {
+        a.generator_url = absl::StrCat(options_.external_url, "/episodes#episode-", e.id);
+      }
+      Bump(a, wall_ms);
+      alerts_[e.cgroup] = std::move(a);
+    }
+    // A firing alert whose episode is gone from the list without a close
+    // (cannot happen with the tracker's contract, but an alert must never
+    // fire forever) resolves now.
+    for (auto& [key, a] : alerts_) {
+      if (a.firing && !open.count(a.episode_id)) {
+        a.firing = false;
+        a.ends_ms = now_ms;
+        Bump(a, wall_ms);
+      }
+    }
+    Evict();
+  }
+  cv_.notify_all();
+}
+
+void AlertmanagerPusher::Evict() {
+  while (alerts_.size() > options_.max_alerts) {
+    // Oldest resolved first (its resolution is the least useful), then the
+    // oldest firing alert.
+    auto victim = alerts_.end();
+    for (auto it = alerts_.begin(); it != alerts_.end(); ++it) {
+      if (victim == alerts_.end() || (it->second.firing < victim->second.firing) ||
+          (it->second.firing == victim->second.firing && it->second.changed_ms < victim->second.changed_ms)) {
+        victim = it;
+      }
+    }
+    for (auto& t : targets_) t->acked.erase(victim->first);
+    alerts_.erase(victim);
+    ++dropped_total_;
+  }
+}
+
+bool AlertmanagerPusher::Due(const Target& t, const std::string& key, const Alert& a, int64_t now_ms) const {
+  auto it = t.acked.find(key);
+  if (it == t.acked.end() || it->second.version != a.version) return true;
+  return a.firing && now_ms - it->second.sent_ms >= Ms(options_.resend_seconds);
+}
+
+void AlertmanagerPusher::Attempt(Target& t, int64_t now_ms, std::unique_lock<std::mutex>& lock) {
+  struct Item {
+    std::string key;
+    uint64_t version;
+    int64_t changed_ms;
+  };
+  std::vector<Item> batch;
+  std::string body = "[";
+  // A firing alert's endsAt lies a few resend intervals ahead: refreshed
+  // while the agent runs, it expires on its own if the agent dies.
+  const int64_t valid_ms = Ms(4 * std::max(options_.resend_seconds, options_.max_backoff_seconds));
+  google::protobuf::util::JsonPrintOptions json;
+  for (const auto& [key, a] : alerts_) {
+    if (!Due(t, key, a, now_ms)) continue;
+    api::v1::PostableAlert pa;
+    for (const auto& [k, v] : a.labels) (*pa.mutable_labels())[k] = v;
+    for (const auto& [k, v] : a.annotations) (*pa.mutable_annotations())[k] = v;
+    *pa.mutable_starts_at() = google::protobuf::util::TimeUtil::MillisecondsToTimestamp(a.starts_ms);
+    *pa.mutable_ends_at() =
+        google::protobuf::util::TimeUtil::MillisecondsToTimestamp(a.firing ? now_ms + valid_ms : a.ends_ms);
+    pa.set_generator_url(a.generator_url);
+    std::string one;
+    if (!google::protobuf::util::MessageToJsonString(pa, &one, json).ok()) continue;
+    absl::StrAppend(&body, batch.empty() ? "" : ",", one);
+    batch.push_back({key, a.version, a.changed_ms});
+  }
+  if (batch.empty()) return;
+  body += "]";
+
+  lock.unlock();  // never hold the state lock across the network
+  const int64_t t0 = NowMs();
+  httplib::Result res = t.client->Post(t.path, body, "application/json");
+  const int64_t t1 = NowMs();
+  lock.lock();
+
+  t.ever_tried = true;
+  if (res && res->status >= 200 && res->status < 300) {
+    if (!t.up) SP_LOG_INFO("alertmanager ", t.url, ": delivered ", batch.size(), " alert(s)");
+    t.up = true;
+    t.backoff_seconds = 0;
+    t.next_attempt_ms = 0;
+    t.alerts_sent_total += batch.size();
+    t.last_error.clear();
+    int64_t latency_ms = -1;
+    for (const Item& it : batch) {
+      Acked& ack = t.acked[it.key];
+      // An alert may have changed while the request was in flight; then the
+      // newer version is still due.
+      if (ack.version != it.version) latency_ms = std::max(latency_ms, t1 - it.changed_ms);
+      ack.version = it.version;
+      ack.sent_ms = now_ms;
+    }
+    (void)t0;
+    if (latency_ms >= 0) t.last_latency_seconds = static_cast<double>(latency_ms) / 1000.0;
+    return;
+  }
+  std::string error = res ? absl::StrCat("HTTP ", res->status, ": ", res->body.substr(0, 200))
+                          : absl::StrCat("request failed: ", httplib::to_string(res.error()));
+  if (t.up || t.last_error != error) SP_LOG_WARN("alertmanager ", t.url, ": ", error, " (will retry)");
+  t.up = false;
+  t.last_error = error;
+  ++t.errors_total;
+  t.backoff_seconds = t.backoff_seconds == 0 ? 0.5 : std::min(2 * t.backoff_seconds, options_.max_backoff_seconds);
+  t.next_attempt_ms = NowMs() + Ms(t.backoff_seconds);
+}
+
+void AlertmanagerPusher::Forget() {
+  // Resolved alerts every Alertmanager has acked are done; so are acks of
+  // alerts that no longer exist.
+  for (auto it = alerts_.begin(); it != alerts_.end();) {
+    bool done = !it->second.firing;
+    for (const auto& t : targets_) {
+      auto a = t->acked.find(it->first);
+      done = done && a != t->acked.end() && a->second.version == it->second.version;
+    }
+    if (done) {
+      for (auto& t : targets_) t->acked.erase(it->first);
+      it = alerts_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& t : targets_) {
+    for (auto a = t->acked.begin(); a != t->acked.end();) {
+      a = alerts_.count(a->first) ? std::next(a) : t->acked.erase(a);
+    }
+  }
+}
+
+void AlertmanagerPusher::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    for (auto& t : targets_) {
+      if (stopping_) break;
+      int64_t now = NowMs();
+      if (now >= t->next_attempt_ms) Attempt(*t, now, lock);
+    }
+    Forget();
+    // Woken by Update() for new state; otherwise a short tick drives resends
+    // and retries (cheap: it only walks the in-memory alert set).
+    cv_.wait_for(lock, std::chrono::milliseconds(200));
+  }
+}
+
+size_t AlertmanagerPusher::Pending(size_t target) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Target& t = *targets_.at(target);
+  size_t n = 0;
+  for (const auto& [key, a] : alerts_) {
+    auto it = t.acked.find(key);
+    n += (it == t.acked.end() || it->second.version != a.version) ? 1 : 0;
+  }
+  return n;
+}
+
+std::string AlertmanagerPusher::Status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t firing = 0;
+  for (const auto& [key, a] : alerts_) firing += a.firing ? 1 : 0;
+  std::vector<std::string> parts;
+  for (const auto& t : targets_) {
+    parts.push_back(absl::StrCat(t->url, " ",
+                                 !t->ever_tried ? "idle"
+                                 : t->up        ? "ok"
+                                                : absl::StrCat("failing (", t->last_error, ")")));
+  }
+  return absl::StrCat("Alert push: ", firing, " firing ", options_.alertname, " alert(s); Alertmanager ",
+                      absl::StrJoin(parts, ", "));
+}
+
+void AlertmanagerPusher::WriteMetrics(MetricWriter& out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t firing = 0;
+  for (const auto& [key, a] : alerts_) firing += a.firing ? 1 : 0;
+  out.Family("sockpressure_alertmanager_alerts",
+             "Alerts the agent holds for Alertmanager: firing, or resolved and not yet acked by every Alertmanager.",
+             MetricKind::kGauge);
+  out.Value({}, {{"state", "firing"}}, static_cast<double>(firing));
+  out.Value({}, {{"state", "resolved"}}, static_cast<double>(alerts_.size() - firing));
+  out.Family("sockpressure_alertmanager_dropped_total",
+             "Alerts dropped because more than --alertmanager.max-alerts were held.", MetricKind::kCounter);
+  out.Value({}, {}, static_cast<double>(dropped_total_));
+  out.Family("sockpressure_alertmanager_pending_alerts",
+             "Alert versions this Alertmanager has not acknowledged yet (the retry queue).", MetricKind::kGauge);
+  for (const auto& t : targets_) {
+    size_t n = 0;
+    for (const auto& [key, a] : alerts_) {
+      auto it = t->acked.find(key);
+      n += (it == t->acked.end() || it->second.version != a.version) ? 1 : 0;
+    }
+    out.Value({}, {{"alertmanager", t->url}}, static_cast<double>(n));
+  }
+  out.Family("sockpressure_alertmanager_up", "1 when the last push to this Alertmanager succeeded.",
+             MetricKind::kGauge);
+  for (const auto& t : targets_) out.Value({}, {{"alertmanager", t->url}}, t->up ? 1 : 0);
+  out.Family("sockpressure_alertmanager_alerts_sent_total", "Alerts delivered (acknowledged with 2xx) per Alertmanager.",
+             MetricKind::kCounter);
+  for (const auto& t : targets_) out.Value({}, {{"alertmanager", t->url}}, static_cast<double>(t->alerts_sent_total));
+  out.Family("sockpressure_alertmanager_errors_total", "Failed pushes per Alertmanager (each is retried).",
+             MetricKind::kCounter);
+  for (const auto& t : targets_) out.Value({}, {{"alertmanager", t->url}}, static_cast<double>(t->errors_total));
+  out.Family("sockpressure_alertmanager_latency_seconds",
+             "Time from an alert change (fired or resolved) to its acknowledgement, for the last change delivered.",
+             MetricKind::kGauge);
+  for (const auto& t : targets_) {
+    if (t->last_latency_seconds >= 0) out.Value({}, {{"alertmanager", t->url}}, t->last_latency_seconds);
+  }
+}
+
+}  // namespace sockpressure

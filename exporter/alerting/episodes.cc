@@ -1,0 +1,315 @@
+#include "exporter/alerting/episodes.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sockpressure {
+
+struct EpisodeTracker::Record {
+  Episode e;
+  // Other cgroups' reclaim while this episode was open. Bounded (see
+  // Observe) because a node can have thousands of reclaiming cgroups.
+  std::unordered_map<std::string, ReclaimerPages> reclaimed_by;
+};
+
+namespace {
+
+constexpr size_t kMaxReclaimersTracked = 512;
+constexpr long kMaxReclaimersPerSample = 64;
+
+uint64_t Delta(uint64_t now, uint64_t before) { return now >= before ? now - before : now; }
+double DeltaSeconds(double now, double before) { return now >= before ? now - before : now; }
+
+std::vector<LabelRef> Labels(const std::string& path, const LabelPairs& identity) {
+  std::vector<LabelRef> labels;
+  labels.push_back({"cgroup", path});
+  for (const auto& [k, v] : identity) labels.push_back({k, v});
+  return labels;
+}
+
+// Keeps the `keep` biggest reclaimers; the map only needs the leaders, and
+// trimming lazily (at twice the size) keeps Observe() amortised O(1) per entry.
+void TrimReclaimers(std::unordered_map<std::string, ReclaimerPages>& m, size_t keep) {
+  if (m.size() <= 2 * keep) return;
+  std::vector<std::pair<uint64_t, std::string>> order;
+  order.reserve(m.size());
+  for (const auto& [path, r] : m) order.emplace_back(r.reclaimed, path);
+  std::nth_element(order.begin(), order.begin() + static_cast<long>(keep), order.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = keep; i < order.size(); ++i) m.erase(order[i].second);
+}
+
+}  // namespace
+
+double Episode::DurationSeconds() const {
+  // To the last throttled sample even while open: the quiet tail is not
+  // throttling, and counting it would make the duration counter shrink when
+  // the episode closes.
+  return static_cast<double>(std::max<int64_t>(0, last_throttled_ms - start_ms)) / 1000.0;
+}
+
+absl::string_view EpisodeSignalLabel(const Episode& e) {
+  // The rule-based alert puts socket_pressure first ("A or on(...) B" keeps
+  // A's series), so an episode with real pressure seconds reports that.
+  return e.saw_pressure ? "socket_pressure" : "window_clamps";
+}
+
+EpisodeTracker::EpisodeTracker(EpisodeOptions options) : options_(options) {}
+
+void EpisodeTracker::Observe(const Snapshot& s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  just_closed_.clear();
+  const int64_t now_ms = s.unix_millis;
+  last_ms_ = now_ms;
+  const double interval = s.interval_seconds;
+  const int64_t quiet_ms = static_cast<int64_t>(std::llround(options_.quiet_seconds * 1000));
+
+  EpisodePreconditions pre;
+  pre.swap_enabled = s.swap_enabled;
+  pre.socket_accounting_enabled = s.socket_accounting_enabled;
+  pre.cgroup_mode = s.cgroup_mode;
+  pre.kernel_release = s.node.kernel_release.value_or("");
+  pre.signal_tier = s.signal_tier;
+
+  // Per-sample reclaim of every cgroup, computed once and shared by all open
+  // episodes (who was reclaiming while this cgroup was throttled).
+  struct Reclaim {
+    const std::string* path;
+    uint64_t scanned, reclaimed;
+  };
+  std::vector<Reclaim> reclaiming;
+  std::vector<PerCgroup*> states;
+  states.reserve(s.cgroups.size());
+  std::unordered_map<std::string, PerCgroup> next;
+  next.reserve(s.cgroups.size());
+  for (const CgroupView& c : s.cgroups) {
+    auto it = cgroups_.find(c.path);
+    PerCgroup pc;
+    if (it != cgroups_.end() && it->second.id == c.id) {
+      pc = std::move(it->second);
+      cgroups_.erase(it);
+    }
+    pc.id = c.id;
+    pc.identity = c.identity;
+    auto [pos, inserted] = next.emplace(c.path, std::move(pc));
+    (void)inserted;
+    states.push_back(&pos->second);
+  }
+  // Cgroups that vanished (or were recreated under the same name) end
+  // their episodes now; their metrics series go away with them.
+  for (auto& [path, pc] : cgroups_) {
+    if (pc.open) Close(pc);
+  }
+
+  struct Deltas {
+    uint64_t events = 0, clamps = 0, throttled = 0, scanned = 0, reclaimed = 0;
+    double seconds = 0;
+  };
+  std::vector<Deltas> deltas(s.cgroups.size());
+  for (size_t i = 0; i < s.cgroups.size(); ++i) {
+    const TierValues& b = s.cgroups[i].best;
+    PerCgroup& pc = *states[i];
+    Deltas& d = deltas[i];
+    if (pc.have_prev) {
+      d.events = Delta(b.pressure_events_total, pc.prev_events);
+      d.seconds = DeltaSeconds(b.pressure_seconds_total, pc.prev_seconds);
+      d.clamps = Delta(b.clamps_total, pc.prev_clamps);
+      d.throttled = Delta(b.sock_throttled_total.value_or(0), pc.prev_throttled);
+      d.scanned = Delta(b.scanned_total, pc.prev_scanned);
+      d.reclaimed = Delta(b.reclaimed_total, pc.prev_reclaimed);
+    }
+    pc.prev_events = b.pressure_events_total;
+    pc.prev_seconds = b.pressure_seconds_total;
+    pc.prev_clamps = b.clamps_total;
+    pc.prev_throttled = b.sock_throttled_total.value_or(0);
+    pc.prev_scanned = b.scanned_total;
+    pc.prev_reclaimed = b.reclaimed_total;
+    pc.have_prev = true;
+    if (d.reclaimed > 0 || d.scanned > 0) reclaiming.push_back({&s.cgroups[i].path, d.scanned, d.reclaimed});
+  }
+  // Every open episode adds every reclaiming cgroup: bound that product by
+  // keeping only this sample's biggest reclaimers (the ones that can make
+  // an episode's top list anyway).
+  if (reclaiming.size() > static_cast<size_t>(kMaxReclaimersPerSample)) {
+    std::nth_element(reclaiming.begin(), reclaiming.begin() + kMaxReclaimersPerSample, reclaiming.end(),
+                     [](const Reclaim& a, const Reclaim& b) { return a.reclaimed > b.reclaimed; });
+    reclaiming.resize(kMaxReclaimersPerSample);
+  }
+
+  for (size_t i = 0; i < s.cgroups.size(); ++i) {
+    const CgroupView& c = s.cgroups[i];
+    PerCgroup& pc = *states[i];
+    const Deltas& d = deltas[i];
+    const uint64_t clamped_now = c.best.census ? c.best.census->clamped : 0;
+    const bool pressure = c.best.pressure_asserted || d.events > 0 || d.seconds > 0;
+    const bool throttled = pressure || d.clamps > 0 || clamped_now > 0 || d.throttled > 0;
+
+    if (throttled) {
+      if (!pc.open) {
+        auto r = std::make_shared<Record>();
+        Episode& e = r->e;
+        e.id = next_id_++;
+        e.cgroup = c.path;
+        e.cgroup_id = c.id;
+        e.identity = c.identity;
+        // The throttling happened somewhere in the interval that ended now;
+        // starting the episode at the interval's beginning makes a
+        // one-sample episode last one interval, not zero.
+        e.start_ms = now_ms - static_cast<int64_t>(std::llround(interval * 1000));
+        e.trigger = pressure ? "socket_pressure"
+                    : d.clamps > 0 ? "window_clamps"
+                    : clamped_now > 0 ? "clamped_sockets"
+                                      : "sock_throttled";
+        e.preconditions = pre;
+        pc.open = r;
+        ++pc.episodes_total;
+        ++started_total_;
+        history_.push_back(r);
+        Trim();
+      }
+      Episode& e = pc.open->e;
+      e.last_throttled_ms = now_ms;
+      ++e.samples;
+      // Pressure seconds are exact with eBPF tiers and estimated (capped at
+      // the interval) from memory.stat; clamp-only samples count whole.
+      e.throttled_seconds += d.seconds > 0 ? d.seconds : interval;
+      e.pressure_events += d.events;
+      e.saw_pressure = e.saw_pressure || pressure;
+      e.clamps += d.clamps;
+      e.sock_throttled += d.throttled;
+      e.peak_clamped_sockets = std::max(e.peak_clamped_sockets, clamped_now);
+      if (c.best.census) e.peak_sockets = std::max(e.peak_sockets, c.best.census->sockets);
+    } else if (pc.open && now_ms - pc.open->e.last_throttled_ms >= quiet_ms) {
+      Close(pc);
+    }
+    if (pc.open) {
+      Episode& e = pc.open->e;
+      if (c.best.ratio && (!e.peak_ratio || *c.best.ratio > *e.peak_ratio)) {
+        // Only windows that completed while the episode was open count.
+        if (d.scanned > 0) e.peak_ratio = c.best.ratio;
+      }
+      e.own_scanned += d.scanned;
+      e.own_reclaimed += d.reclaimed;
+      for (const Reclaim& rc : reclaiming) {
+        if (*rc.path == c.path) continue;
+        ReclaimerPages& rp = pc.open->reclaimed_by[*rc.path];
+        if (rp.cgroup.empty()) rp.cgroup = *rc.path;
+        rp.reclaimed += rc.reclaimed;
+        rp.scanned += rc.scanned;
+      }
+      TrimReclaimers(pc.open->reclaimed_by, std::max(options_.top_reclaimers, kMaxReclaimersTracked / 2));
+    }
+  }
+  cgroups_ = std::move(next);
+}
+
+void EpisodeTracker::Close(PerCgroup& pc) {
+  Episode& e = pc.open->e;
+  e.active = false;
+  e.end_ms = e.last_throttled_ms;
+  pc.closed_seconds_total += e.DurationSeconds();
+  just_closed_.push_back(pc.open);
+  pc.open.reset();
+}
+
+void EpisodeTracker::Trim() {
+  // Bounded history: drop the oldest closed episodes first; an open one is
+  // still tracked by its cgroup even if it falls out of the list.
+  while (history_.size() > options_.history) {
+    auto closed = std::find_if(history_.begin(), history_.end(), [](const auto& r) { return !r->e.active; });
+    history_.erase(closed != history_.end() ? closed : history_.begin());
+  }
+}
+
+Episode EpisodeTracker::CopyOut(const Record& r) const {
+  Episode e = r.e;
+  std::vector<ReclaimerPages> all;
+  all.reserve(r.reclaimed_by.size());
+  for (const auto& [path, rp] : r.reclaimed_by) {
+    if (rp.reclaimed > 0) all.push_back(rp);
+  }
+  size_t n = std::min(all.size(), options_.top_reclaimers);
+  std::partial_sort(all.begin(), all.begin() + static_cast<long>(n), all.end(), [](const auto& a, const auto& b) {
+    return a.reclaimed != b.reclaimed ? a.reclaimed > b.reclaimed : a.cgroup < b.cgroup;
+  });
+  all.resize(n);
+  e.top_reclaimers = std::move(all);
+  return e;
+}
+
+std::vector<Episode> EpisodeTracker::Recent(size_t limit, const std::string& cgroup) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Episode> out;
+  for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
+    if (!cgroup.empty() && (*it)->e.cgroup != cgroup) continue;
+    out.push_back(CopyOut(**it));
+    if (limit > 0 && out.size() >= limit) break;
+  }
+  return out;
+}
+
+std::vector<Episode> EpisodeTracker::OpenAndJustClosed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Episode> out;
+  for (const auto& [path, pc] : cgroups_) {
+    if (pc.open) out.push_back(CopyOut(*pc.open));
+  }
+  for (const auto& r : just_closed_) out.push_back(CopyOut(*r));
+  return out;
+}
+
+std::optional<EpisodeTracker::CgroupCounters> EpisodeTracker::Counters(const std::string& cgroup) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cgroups_.find(cgroup);
+  if (it == cgroups_.end()) return std::nullopt;
+  CgroupCounters c;
+  c.episodes_total = it->second.episodes_total;
+  c.duration_seconds_total = it->second.closed_seconds_total;
+  if (it->second.open) {
+    c.duration_seconds_total += it->second.open->e.DurationSeconds();
+    c.active_episode_id = it->second.open->e.id;
+  }
+  return c;
+}
+
+uint64_t EpisodeTracker::started_total() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return started_total_;
+}
+
+size_t EpisodeTracker::active_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [path, pc] : cgroups_) n += pc.open ? 1 : 0;
+  return n;
+}
+
+void EpisodeTracker::WriteMetrics(const Snapshot& snapshot, MetricWriter& out) const {
+  (void)snapshot;  // the tracker's own view is at most one sample behind it
+  std::lock_guard<std::mutex> lock(mu_);
+  // Series only for cgroups that have had an episode: on a healthy node of
+  // 5,000 cgroups that is none, and the exposition is unchanged (no
+  // node-level total either; /api/v1/episodes has startedTotal).
+  std::vector<std::pair<const std::string*, const PerCgroup*>> rows;
+  for (const auto& [path, pc] : cgroups_) {
+    if (pc.episodes_total > 0) rows.emplace_back(&path, &pc);
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return *a.first < *b.first; });
+  out.Family("sockpressure_episodes_total",
+             "Throttling episodes started on this cgroup: its own socket pressure (or window clamps) began after "
+             "a quiet period of --episodes.quiet-period.",
+             MetricKind::kCounter);
+  for (const auto& [path, pc] : rows) out.Value(Labels(*path, pc->identity), {}, static_cast<double>(pc->episodes_total));
+  out.Family("sockpressure_episode_active", "1 while a throttling episode is open on this cgroup.", MetricKind::kGauge);
+  for (const auto& [path, pc] : rows) out.Value(Labels(*path, pc->identity), {}, pc->open ? 1 : 0);
+  out.Family("sockpressure_episode_duration_seconds_total",
+             "Seconds covered by this cgroup's throttling episodes, from the start of each to its last throttled "
+             "sample (the open episode counts up to now).",
+             MetricKind::kCounter);
+  for (const auto& [path, pc] : rows) {
+    double total = pc->closed_seconds_total + (pc->open ? pc->open->e.DurationSeconds() : 0);
+    out.Value(Labels(*path, pc->identity), {}, total);
+  }
+}
+
+}  // namespace sockpressure

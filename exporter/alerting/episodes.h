@@ -1,0 +1,133 @@
+// Throttling episodes: turns the per-sample snapshot stream into "cgroup X
+// was throttled from T1 to T2" records, the unit a human (and an alert)
+// cares about. An episode opens in the first sample where a cgroup's own
+// socket pressure is asserted (or its sockets show clamps / sock_throttled)
+// and closes after a quiet period without any of them.
+//
+// Only a cgroup's *own* signals open episodes, not pressure inherited from an
+// ancestor: pressure on /a throttles every socket below it, and one episode on
+// /a says that without flooding the history with one per descendant. This is
+// also what the rule-based alert keys on (socket_pressure_seconds_total is
+// the cgroup's own deadline).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "exporter/outputs/metric_writer.h"
+#include "exporter/state/snapshot.h"
+
+namespace sockpressure {
+
+struct EpisodeOptions {
+  double quiet_seconds = 30;   // --episodes.quiet-period
+  size_t history = 256;        // --episodes.history
+  size_t top_reclaimers = 5;   // per episode
+};
+
+struct EpisodePreconditions {
+  bool swap_enabled = false;
+  bool socket_accounting_enabled = true;
+  CgroupMode cgroup_mode = CgroupMode::kUnknown;
+  std::string kernel_release;
+  std::array<Tier, kSignalCount> signal_tier{};
+};
+
+struct ReclaimerPages {
+  std::string cgroup;
+  uint64_t reclaimed = 0, scanned = 0;
+};
+
+// A copy of one episode (the tracker's own records are never handed out).
+struct Episode {
+  uint64_t id = 0;
+  std::string cgroup;
+  uint64_t cgroup_id = 0;
+  LabelPairs identity;
+  bool active = true;
+  int64_t start_ms = 0;
+  int64_t last_throttled_ms = 0;
+  int64_t end_ms = 0;  // 0 while active
+  double throttled_seconds = 0;
+  uint64_t pressure_events = 0;
+  std::optional<double> peak_ratio;
+  uint64_t clamps = 0;
+  uint64_t peak_clamped_sockets = 0, peak_sockets = 0;
+  uint64_t sock_throttled = 0;
+  std::string trigger;
+  bool saw_pressure = false;  // the socket_pressure signal itself fired
+  EpisodePreconditions preconditions;
+  std::vector<ReclaimerPages> top_reclaimers;  // filled when copied out
+  uint64_t own_scanned = 0, own_reclaimed = 0;
+  uint32_t samples = 0;
+
+  // Start to the last throttled sample.
+  double DurationSeconds() const;
+};
+
+// Thread-safe: Observe() runs on the sampler thread (as a Sampler listener);
+// the readers run on HTTP threads. Observe() is O(cgroups) and never blocks
+// on I/O, as sampler listeners must not.
+class EpisodeTracker {
+ public:
+  explicit EpisodeTracker(EpisodeOptions options);
+
+  void Observe(const Snapshot& snapshot);
+
+  // Newest first, at most `limit` (0 = all kept), optionally one cgroup.
+  std::vector<Episode> Recent(size_t limit = 0, const std::string& cgroup = "") const;
+  // Open episodes plus those closed by the last Observe() (for alert push).
+  std::vector<Episode> OpenAndJustClosed() const;
+
+  struct CgroupCounters {
+    uint64_t episodes_total = 0;
+    double duration_seconds_total = 0;  // closed episodes + the open one so far
+    std::optional<uint64_t> active_episode_id;
+  };
+  std::optional<CgroupCounters> Counters(const std::string& cgroup) const;
+
+  uint64_t started_total() const;
+  size_t active_count() const;
+  const EpisodeOptions& options() const { return options_; }
+
+  // sockpressure_episode* families for the cgroups of `snapshot` that have
+  // had an episode (MetricsEndpoint::AddWriter).
+  void WriteMetrics(const Snapshot& snapshot, MetricWriter& out) const;
+
+ private:
+  struct Record;
+  struct PerCgroup {
+    uint64_t id = 0;
+    bool have_prev = false;
+    uint64_t prev_events = 0, prev_clamps = 0, prev_throttled = 0, prev_scanned = 0, prev_reclaimed = 0;
+    double prev_seconds = 0;
+    uint64_t episodes_total = 0;
+    double closed_seconds_total = 0;
+    std::shared_ptr<Record> open;
+    LabelPairs identity;
+  };
+  Episode CopyOut(const Record& r) const;
+  void Close(PerCgroup& pc);
+  void Trim();
+
+  EpisodeOptions options_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, PerCgroup> cgroups_;
+  std::deque<std::shared_ptr<Record>> history_;  // oldest first
+  std::vector<std::shared_ptr<Record>> just_closed_;
+  uint64_t next_id_ = 1;
+  uint64_t started_total_ = 0;
+  int64_t last_ms_ = 0;
+};
+
+absl::string_view EpisodeSignalLabel(const Episode& e);
+
+}  // namespace sockpressure

@@ -1,0 +1,214 @@
+// The Alertmanager pusher against a fake Alertmanager on loopback: threshold,
+// labels, retry with backoff after errors, resolve, periodic resend, bounds.
+// (tests/alerting/alertmanager_test.py does the same against the real one.)
+#include <google/protobuf/util/json_util.h>
+#include <httplib.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "exporter/alerting/alertmanager.h"
+#include "exporter/alerting/alerting.pb.h"
+#include "exporter/outputs/text_writer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sockpressure {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FakeAlertmanager {
+ public:
+  FakeAlertmanager() {
+    server_.Post("/api/v2/alerts", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (fail_next_ > 0) {
+        --fail_next_;
+        res.status = 503;
+        return;
+      }
+      api::v1::PostableAlerts batch;
+      std::string wrapped = "{\"alerts\":" + req.body + "}";
+      if (!google::protobuf::util::JsonStringToMessage(wrapped, &batch).ok()) {
+        res.status = 400;
+        return;
+      }
+      for (const auto& a : batch.alerts()) received_.push_back(a);
+      res.status = 200;
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~FakeAlertmanager() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void FailNext(int n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail_next_ = n;
+  }
+  std::vector<api::v1::PostableAlert> Received() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_;
+  }
+
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mu_;
+  int fail_next_ = 0;
+  std::vector<api::v1::PostableAlert> received_;
+};
+
+template <typename F>
+bool WaitFor(F cond, double seconds = 10) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return cond();
+}
+
+Episode MakeEpisode(double throttled, bool active = true) {
+  Episode e;
+  e.id = 7;
+  e.cgroup = "/workload.slice/proxy.service";
+  e.identity = {{"namespace", "web"}, {"pod", "proxy-0"}, {"container", "envoy"}};
+  e.active = active;
+  e.start_ms = absl::ToUnixMillis(absl::Now()) - 5000;
+  e.last_throttled_ms = e.start_ms + 4000;
+  e.end_ms = active ? 0 : e.last_throttled_ms;
+  e.throttled_seconds = throttled;
+  e.saw_pressure = true;
+  return e;
+}
+
+AlertmanagerOptions Options(const std::string& url) {
+  AlertmanagerOptions o;
+  o.urls = {url};
+  o.min_pressure_seconds = 3;
+  o.resend_seconds = 0.3;
+  o.max_backoff_seconds = 0.5;
+  o.instance = "node-1:19100";
+  o.extra_labels = {{"job", "sockpressure-exporter"}};
+  o.external_url = "http://node-1:19100";
+  return o;
+}
+
+TEST(AlertmanagerPush, FiresAfterThresholdWithRuleLabelsRetriesAndResolves) {
+  FakeAlertmanager am;
+  auto pusher = AlertmanagerPusher::Create(Options(am.url()));
+  ASSERT_TRUE(pusher.ok()) << pusher.status();
+  AlertmanagerPusher& p = **pusher;
+  p.Start();
+
+  p.Update({MakeEpisode(2.0)}, absl::ToUnixMillis(absl::Now()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_TRUE(am.Received().empty()) << "below --alertmanager.min-pressure-duration";
+
+  am.FailNext(2);  // Alertmanager answers 503 twice: the pusher must retry
+  p.Update({MakeEpisode(3.5)}, absl::ToUnixMillis(absl::Now()));
+  ASSERT_TRUE(WaitFor([&] { return !am.Received().empty(); }));
+  api::v1::PostableAlert a = am.Received().front();
+  std::map<std::string, std::string> labels;
+  for (const auto& [k, v] : a.labels()) labels[k] = v;
+  std::map<std::string, std::string> want = {{"alertname", "SockPressureTCPThrottled"},
+                                             {"severity", "warning"},
+                                             {"signal", "socket_pressure"},
+                                             {"cgroup", "/workload.slice/proxy.service"},
+                                             {"namespace", "web"},
+                                             {"pod", "proxy-0"},
+                                             {"container", "envoy"},
+                                             {"instance", "node-1:19100"},
+                                             {"job", "sockpressure-exporter"}};
+  EXPECT_EQ(labels, want);
+  EXPECT_EQ(a.generator_url(), "http://node-1:19100/episodes#episode-7");
+  EXPECT_GT(a.ends_at().seconds(), absl::ToUnixSeconds(absl::Now()));  // firing: endsAt ahead
+  EXPECT_THAT(a.annotations().at("runbook_url"), HasSubstr("tcp-throttled.md"));
+
+  // Firing alerts are refreshed every resend interval.
+  size_t before = am.Received().size();
+  ASSERT_TRUE(WaitFor([&] { return am.Received().size() >= before + 2; }));
+
+  Episode closed = MakeEpisode(4.0, false);
+  p.Update({closed}, absl::ToUnixMillis(absl::Now()));
+  ASSERT_TRUE(WaitFor([&] {
+    auto r = am.Received();
+    return !r.empty() && r.back().ends_at().seconds() * 1000 + r.back().ends_at().nanos() / 1000000 == closed.end_ms;
+  }));
+  ASSERT_TRUE(WaitFor([&] { return p.Pending(0) == 0; }));
+  std::unique_ptr<MetricWriter> w = NewTextWriter();
+  p.WriteMetrics(*w);
+  std::string m = w->Finish();
+  EXPECT_THAT(m, HasSubstr("sockpressure_alertmanager_alerts{state=\"firing\"} 0\n"));
+  EXPECT_THAT(m, HasSubstr("sockpressure_alertmanager_alerts{state=\"resolved\"} 0\n"));
+  EXPECT_THAT(m, HasSubstr("sockpressure_alertmanager_errors_total{alertmanager=\"" + am.url() + "\"} 2\n"));
+  EXPECT_THAT(m, HasSubstr("sockpressure_alertmanager_latency_seconds"));
+  // Nothing more to send once resolved and acked.
+  size_t n = am.Received().size();
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_EQ(am.Received().size(), n);
+  p.Stop();
+}
+
+TEST(AlertmanagerPush, KeepsStateWhileAlertmanagerIsDownAndBoundsIt) {
+  // Nothing listens on this port (bound once, then closed): every push is
+  // refused, and the state is kept (bounded).
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ::close(fd);
+  AlertmanagerOptions o = Options("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)));
+  o.timeout_seconds = 2;
+  o.max_alerts = 2;
+  auto pusher = AlertmanagerPusher::Create(o);
+  ASSERT_TRUE(pusher.ok());
+  AlertmanagerPusher& p = **pusher;
+  p.Start();
+  std::vector<Episode> eps;
+  for (int i = 0; i < 4; ++i) {
+    Episode e = MakeEpisode(10);
+    e.id = 100 + i;
+    e.cgroup = "/c" + std::to_string(i);
+    eps.push_back(e);
+  }
+  p.Update(eps, absl::ToUnixMillis(absl::Now()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  EXPECT_EQ(p.Pending(0), 2u);
+  std::unique_ptr<MetricWriter> w = NewTextWriter();
+  p.WriteMetrics(*w);
+  std::string m = w->Finish();
+  EXPECT_THAT(m, HasSubstr("sockpressure_alertmanager_dropped_total 2\n"));
+  EXPECT_THAT(m, HasSubstr("sockpressure_alertmanager_up{alertmanager=\"" + o.urls[0] + "\"} 0\n"));
+  EXPECT_THAT(p.Status(), HasSubstr("failing"));
+  p.Stop();
+}
+
+TEST(AlertmanagerPush, RejectsBadFlags) {
+  EXPECT_FALSE(AlertmanagerPusher::Create(Options("alertmanager:9093")).ok());
+  EXPECT_FALSE(ParseExtraLabels({"novalue"}).ok());
+  EXPECT_FALSE(ParseExtraLabels({"1x=y"}).ok());
+  auto ok = ParseExtraLabels({"job=sockpressure-exporter", "cluster=a=b"});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ((*ok)[1].second, "a=b");
+}
+
+}  // namespace
+}  // namespace sockpressure

@@ -1,0 +1,282 @@
+// Episode tracking, the JSON API rendering and the doctor report on
+// synthetic snapshots (no files, no threads).
+#include <google/protobuf/util/json_util.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "exporter/alerting/api.h"
+#include "exporter/alerting/doctor.h"
+#include "exporter/alerting/episodes.h"
+#include "exporter/outputs/text_writer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sockpressure {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A tiny node: / -> /a, /b; /a/c below /a. Values are cumulative like the
+// state tracker's.
+struct Node {
+  int64_t ms = 1'700'000'000'000;
+  uint64_t seq = 0;
+  struct Cg {
+    std::string path;
+    uint64_t id;
+    int parent;
+    TierValues best;
+    bool active = false;
+  };
+  std::vector<Cg> cgs = {{"/", 1, -1, {}}, {"/a", 2, 0, {}}, {"/b", 3, 0, {}}, {"/a/c", 4, 1, {}}};
+  bool swap = true;
+
+  Cg& Get(const std::string& p) {
+    for (Cg& c : cgs) {
+      if (c.path == p) return c;
+    }
+    abort();
+  }
+  // Advances one second; `pressured` cgroups get a pressure window.
+  Snapshot Step(std::vector<std::string> pressured, double interval = 1.0) {
+    ms += static_cast<int64_t>(interval * 1000);
+    Snapshot s;
+    s.sequence = ++seq;
+    s.unix_millis = ms;
+    s.interval_seconds = interval;
+    s.cgroup_mode = CgroupMode::kUnified;
+    s.swap_enabled = swap;
+    s.node.kernel_release = "6.1.0-test";
+    s.signal_tier[static_cast<int>(Signal::kReclaim)] = Tier::kMemoryStat;
+    s.signal_tier[static_cast<int>(Signal::kSocketPressure)] = Tier::kMemoryStat;
+    for (Cg& c : cgs) {
+      c.best.pressure_asserted = false;
+      for (const std::string& p : pressured) {
+        if (p == c.path) {
+          c.best.pressure_asserted = true;
+          c.best.pressure_events_total += 2;
+          c.best.pressure_seconds_total += interval;
+          c.best.scanned_total += 20000;
+          c.best.reclaimed_total += 10;
+          c.best.ratio = 0.9995;
+        }
+      }
+      CgroupView v;
+      v.path = c.path;
+      v.id = c.id;
+      v.parent = c.parent;
+      v.best = c.best;
+      v.tier[static_cast<int>(Signal::kReclaim)] = Tier::kMemoryStat;
+      v.tier[static_cast<int>(Signal::kSocketPressure)] = Tier::kMemoryStat;
+      v.pressure_active = c.best.pressure_asserted ||
+                          (c.parent >= 0 && s.cgroups[static_cast<size_t>(c.parent)].pressure_active);
+      s.cgroups.push_back(v);
+    }
+    return s;
+  }
+};
+
+std::string Metrics(const EpisodeTracker& t, const Snapshot& s) {
+  std::unique_ptr<MetricWriter> w = NewTextWriter();
+  t.WriteMetrics(s, *w);
+  return w->Finish();
+}
+
+TEST(Episodes, OpensOnOwnPressureAndClosesAfterQuietPeriod) {
+  EpisodeTracker t({/*quiet_seconds=*/3, /*history=*/16, /*top_reclaimers=*/5});
+  Node n;
+  t.Observe(n.Step({}));
+  EXPECT_EQ(t.active_count(), 0u);
+  t.Observe(n.Step({"/a"}));
+  t.Observe(n.Step({"/a"}));
+  ASSERT_EQ(t.active_count(), 1u);  // /a only, not /a/c which merely inherits
+  std::vector<Episode> open = t.OpenAndJustClosed();
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].cgroup, "/a");
+  EXPECT_EQ(open[0].trigger, "socket_pressure");
+  EXPECT_DOUBLE_EQ(open[0].throttled_seconds, 2.0);
+  EXPECT_DOUBLE_EQ(open[0].DurationSeconds(), 2.0);
+  EXPECT_EQ(open[0].pressure_events, 4u);
+  EXPECT_TRUE(open[0].preconditions.swap_enabled);
+  ASSERT_TRUE(open[0].peak_ratio.has_value());
+  EXPECT_NEAR(*open[0].peak_ratio, 0.9995, 1e-9);
+
+  // Quiet for less than 3 s: still one episode.
+  t.Observe(n.Step({}));
+  t.Observe(n.Step({}));
+  t.Observe(n.Step({"/a"}));
+  EXPECT_EQ(t.started_total(), 1u);
+  // Quiet for 3 s: closed, ending at the last throttled sample.
+  t.Observe(n.Step({}));
+  t.Observe(n.Step({}));
+  EXPECT_EQ(t.active_count(), 1u);
+  Snapshot last = n.Step({});
+  t.Observe(last);
+  EXPECT_EQ(t.active_count(), 0u);
+  std::vector<Episode> closed = t.OpenAndJustClosed();
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_FALSE(closed[0].active);
+  EXPECT_DOUBLE_EQ(closed[0].DurationSeconds(), 5.0);
+  EXPECT_DOUBLE_EQ(closed[0].throttled_seconds, 3.0);
+  EXPECT_EQ(closed[0].end_ms, closed[0].last_throttled_ms);
+  // Reported once, then gone from the "just closed" list.
+  t.Observe(n.Step({}));
+  EXPECT_TRUE(t.OpenAndJustClosed().empty());
+
+  std::string m = Metrics(t, last);
+  EXPECT_THAT(m, HasSubstr("sockpressure_episodes_total{cgroup=\"/a\"} 1\n"));
+  EXPECT_THAT(m, HasSubstr("sockpressure_episode_active{cgroup=\"/a\"} 0\n"));
+  EXPECT_THAT(m, HasSubstr("sockpressure_episode_duration_seconds_total{cgroup=\"/a\"} 5\n"));
+  EXPECT_THAT(m, Not(HasSubstr("cgroup=\"/b\"")));
+}
+
+TEST(Episodes, DurationCounterNeverShrinks) {
+  EpisodeTracker t({2, 16, 5});
+  Node n;
+  t.Observe(n.Step({}));
+  double last = 0;
+  for (int i = 0; i < 12; ++i) {
+    t.Observe(n.Step(i < 4 || i == 8 ? std::vector<std::string>{"/b"} : std::vector<std::string>{}));
+    double now = t.Counters("/b") ? t.Counters("/b")->duration_seconds_total : 0;
+    EXPECT_GE(now, last) << "step " << i;
+    last = now;
+  }
+  EXPECT_EQ(t.Counters("/b")->episodes_total, 2u);
+}
+
+TEST(Episodes, RecordsOtherCgroupsReclaimingDuringTheEpisode) {
+  EpisodeTracker t({30, 16, 2});
+  Node n;
+  t.Observe(n.Step({}));
+  for (int i = 0; i < 3; ++i) {
+    n.Get("/b").best.reclaimed_total += 5000;
+    n.Get("/b").best.scanned_total += 5000;
+    n.Get("/a/c").best.reclaimed_total += 100;
+    n.Get("/a/c").best.scanned_total += 100;
+    t.Observe(n.Step({"/a"}));
+  }
+  std::vector<Episode> e = t.Recent();
+  ASSERT_EQ(e.size(), 1u);
+  ASSERT_EQ(e[0].top_reclaimers.size(), 2u);
+  EXPECT_EQ(e[0].top_reclaimers[0].cgroup, "/b");
+  EXPECT_EQ(e[0].top_reclaimers[0].reclaimed, 15000u);
+  EXPECT_EQ(e[0].top_reclaimers[1].cgroup, "/a/c");
+  EXPECT_EQ(e[0].own_scanned, 60000u);  // its own reclaim is reported apart
+  EXPECT_EQ(e[0].own_reclaimed, 30u);
+}
+
+TEST(Episodes, HistoryIsBoundedNewestFirst) {
+  EpisodeTracker t({1, 3, 5});
+  Node n;
+  t.Observe(n.Step({}));
+  for (int i = 0; i < 5; ++i) {
+    t.Observe(n.Step({"/b"}));
+    t.Observe(n.Step({}));
+    t.Observe(n.Step({}));
+  }
+  std::vector<Episode> e = t.Recent();
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[0].id, 5u);
+  EXPECT_EQ(e[2].id, 3u);
+  EXPECT_EQ(t.started_total(), 5u);
+  EXPECT_EQ(t.Recent(1).size(), 1u);
+  EXPECT_EQ(t.Recent(0, "/a").size(), 0u);
+}
+
+TEST(Episodes, ClampsAloneOpenAnEpisodeAndVanishedCgroupsCloseTheirs) {
+  EpisodeTracker t({30, 16, 5});
+  Node n;
+  t.Observe(n.Step({}));
+  n.Get("/a/c").best.clamps_total += 7;
+  n.Get("/a/c").best.census = SocketCensus{10, 3};
+  t.Observe(n.Step({}));
+  std::vector<Episode> open = t.OpenAndJustClosed();
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].trigger, "window_clamps");
+  EXPECT_EQ(open[0].clamps, 7u);
+  EXPECT_EQ(open[0].peak_clamped_sockets, 3u);
+  EXPECT_EQ(EpisodeSignalLabel(open[0]), "window_clamps");
+  n.cgs.pop_back();  // /a/c removed
+  t.Observe(n.Step({}));
+  std::vector<Episode> closed = t.OpenAndJustClosed();
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_FALSE(closed[0].active);
+}
+
+TEST(Api, JsonUsesProtoMappingAndRoundTrips) {
+  EpisodeTracker t({30, 16, 5});
+  Node n;
+  t.Observe(n.Step({}));
+  Snapshot s = n.Step({"/a"});
+  t.Observe(s);
+  std::string json = ToJson(BuildEpisodeList(t, 0, "", s.unix_millis), false);
+  EXPECT_THAT(json, HasSubstr("\"peakScanWithoutReclaimRatio\":0.9995"));
+  EXPECT_THAT(json, HasSubstr("\"cgroup\":\"/a\""));
+  EXPECT_THAT(json, HasSubstr("\"active\":true"));
+  EXPECT_THAT(json, HasSubstr("\"socketAccountingEnabled\":true"));
+  api::v1::EpisodeList back;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &back).ok());
+  ASSERT_EQ(back.episodes_size(), 1);
+  EXPECT_EQ(back.episodes(0).cgroup(), "/a");
+  EXPECT_EQ(back.episodes(0).preconditions().signal_sources().at("socket_pressure"), "memory_stat");
+
+  std::string cg = ToJson(BuildCgroupList(s, t, true), false);
+  api::v1::CgroupList cgl;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(cg, &cgl).ok());
+  // /a (own pressure, open episode) and /a/c (inherits); not / or /b.
+  ASSERT_EQ(cgl.cgroups_size(), 2);
+  EXPECT_EQ(cgl.cgroups(0).cgroup(), "/a");
+  EXPECT_TRUE(cgl.cgroups(0).pressure_asserted());
+  EXPECT_EQ(cgl.cgroups(0).active_episode_id(), 1u);
+  EXPECT_EQ(cgl.cgroups(1).cgroup(), "/a/c");
+  EXPECT_FALSE(cgl.cgroups(1).pressure_asserted());
+  EXPECT_TRUE(cgl.cgroups(1).pressure_active());
+  EXPECT_EQ(BuildCgroupList(s, t, false).cgroups_size(), 4);
+}
+
+TEST(Api, PageShowsRowsAndEscapes) {
+  EpisodeTracker t({30, 16, 5});
+  Node n;
+  n.cgs.push_back({"/x<script>", 9, 0, {}});
+  t.Observe(n.Step({}));
+  Snapshot s = n.Step({"/x<script>"});
+  t.Observe(s);
+  std::string html = RenderEpisodesPage(BuildCgroupList(s, t, true), BuildEpisodeList(t, 10, "", s.unix_millis),
+                                        {"1.2.3", [] { return std::string("Alert push: ok"); }});
+  EXPECT_THAT(html, HasSubstr("data-cgroup=\"/x&lt;script&gt;\""));
+  EXPECT_THAT(html, Not(HasSubstr("<script>")));
+  EXPECT_THAT(html, HasSubstr("id=\"episode-1\""));
+  EXPECT_THAT(html, HasSubstr("throttled (own pressure)"));
+  EXPECT_THAT(html, HasSubstr("Alert push: ok"));
+}
+
+TEST(Doctor, VerdictsAndExitCodes) {
+  Node n;
+  Snapshot a = n.Step({});
+  Snapshot b = n.Step({"/a"});
+  DoctorOptions o;
+  o.version = "test";
+  std::string out;
+  EXPECT_EQ(RenderDoctorReport(a, b, o, &out), kDoctorThrottling);
+  EXPECT_THAT(out, HasSubstr("THROTTLING FOUND"));
+  EXPECT_THAT(out, HasSubstr("  - /a: own socket pressure asserted"));
+  EXPECT_THAT(out, HasSubstr("1 cgroup(s) below it inherit"));
+  EXPECT_THAT(out, HasSubstr("memory.swap.max=0"));
+  EXPECT_THAT(out, HasSubstr("alerts/runbooks/tcp-throttled.md"));
+
+  out.clear();
+  Snapshot c = n.Step({});
+  EXPECT_EQ(RenderDoctorReport(b, c, o, &out), kDoctorNoThrottling);
+  EXPECT_THAT(out, HasSubstr("no throttling found"));
+
+  out.clear();
+  Snapshot empty;
+  EXPECT_EQ(RenderDoctorReport(empty, empty, o, &out), kDoctorError);
+  EXPECT_THAT(out, HasSubstr("cannot tell"));
+}
+
+}  // namespace
+}  // namespace sockpressure
