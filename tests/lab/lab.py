@@ -33,8 +33,32 @@ LAB_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(LAB_DIR))
 CONDITIONS = ["nopressure", "swap", "noswap", "nosocket"]
 THROTTLED = {"swap"}  # conditions where the kernel really clamps windows
-# Every tier the issue asks a verdict from; `source` label values of sockpressure_tier_*.
-TIERS = ["fentry", "kprobe", "iter", "tp_btf", "sock_diag", "memory_stat"]
+# Every tier the issue asks a verdict from. A row is (id, `source` label of sockpressure_tier_*, the
+# sockpressure_probe_attached{probe,attach} that must be 1 for it to count as live, the families its
+# verdict reads). eBPF sources are split by probe: the `fentry` source carries both the fentry
+# vmpressure and the fexit window-clamp probe, `kprobe` both kprobe probes, and a source that lacks a
+# probe still exports zeros for that probe's families, so only the families of an attached probe count.
+PRESSURE_FAMS = ("socket_pressure_events_total", "socket_pressure_seconds_total")
+CLAMP_FAMS = ("window_clamps_total",)
+TIER_ROWS = [
+    ("fentry", "fentry", ("vmpressure", "fentry"), PRESSURE_FAMS),
+    ("fexit-clamps", "fentry", ("window_clamps", "fexit"), CLAMP_FAMS),
+    ("kprobe", "kprobe", ("vmpressure", "kprobe"), PRESSURE_FAMS),
+    ("kprobe-clamps", "kprobe", ("window_clamps", "kprobe"), CLAMP_FAMS),
+    ("iter", "iter", ("socket_pressure", "iter"), None),
+    ("tp_btf", "tp_btf", ("window_clamps", "tp_btf"), CLAMP_FAMS),
+    ("raw_tp", "raw_tp", ("window_clamps", "raw_tp"), CLAMP_FAMS),
+    ("sock_diag", "sock_diag", None, None),
+    ("memory_stat", "memory_stat", None, None),
+]
+TIER_LABEL = {"fentry": "fentry (vmpressure)", "fexit-clamps": "fexit (window clamps)",
+              "kprobe": "kprobe (vmpressure)", "kprobe-clamps": "kprobe (window clamps)",
+              "tp_btf": "tp_btf (window clamps)", "raw_tp": "raw_tp (window clamps)"}
+# Second agent configuration, booted once more per --fallback-conditions: agents that are forced
+# onto the fallback attach types, which never win on a kernel with fentry/fexit. name=flags;...
+FALLBACK_AGENTS = ("kprobe=--signal.all-tiers --bpf.vmpressure-attach=kprobe --bpf.clamps-attach=kprobe;"
+                   "tp_btf=--signal.all-tiers --bpf.clamps-attach=tp_btf")
+FALLBACK_FLAGS = ("--bpf.vmpressure-attach", "--bpf.clamps-attach")
 GUEST_AGENT_PORT = 9101
 THROTTLE_ALERTS = ("SockPressureTCPThrottled", "SockPressureTCPThrottledCritical")
 FALLBACK_THROTTLE_ALERT = "LabSocketPressureThrottling"
@@ -110,7 +134,8 @@ class Prom:
 class Guest:
     """One QEMU boot; its serial console lines are timestamped on the host as they arrive."""
 
-    def __init__(self, args, guest_files, cond, agent_host_port, rundir):
+    def __init__(self, args, guest_files, cond, agents, rundir, run=None):
+        """agents: [(name, flags, host_port)]; agent k listens on GUEST_AGENT_PORT + k."""
         self.events = []  # (host_time, kind, fields, raw)
         self.lock = threading.Lock()
         append = [
@@ -120,8 +145,15 @@ class Guest:
         ]
         if args.memcg_limit:
             append.append(f"lab.memcg_limit={args.memcg_limit}")
-        if args.agent_args:
-            append.append("lab.agent_args=" + ",".join(args.agent_args.split()))
+        for k, (_, flags, _) in enumerate(agents):
+            # Spaces become commas, commas semicolons (guest/init turns them back).
+            enc = ",".join(a.replace(",", ";") for a in flags.split())
+            if enc:
+                append.append(f"lab.agent{'' if k == 0 else k + 1}_args={enc}")
+        if len(agents) > 1:
+            append.append(f"lab.agents={len(agents)}")
+        fwd = ",".join(f"hostfwd=tcp:127.0.0.1:{hp}-:{GUEST_AGENT_PORT + k}"
+                       for k, (_, _, hp) in enumerate(agents))
         if cond == "nosocket":
             append.append("cgroup.memory=nosocket")
         cmd = [
@@ -129,12 +161,12 @@ class Guest:
             "-kernel", guest_files["KERNEL"], "-initrd", guest_files["INITRD"], "-append", " ".join(append),
             # Read-only data disk: several runs (and conditions) share one cached image.
             "-drive", f"file={guest_files['DISK']},if=virtio,format=raw,readonly=on",
-            # User networking only forwards the agent's port to host loopback.
-            "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{agent_host_port}-:{GUEST_AGENT_PORT}",
+            # User networking only forwards the agents' ports to host loopback.
+            "-netdev", f"user,id=n0,{fwd}",
             "-device", "virtio-net-pci,netdev=n0",
             "-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot",
         ]
-        self.log_path = os.path.join(rundir, f"{cond}.console.log")
+        self.log_path = os.path.join(rundir, f"{run or cond}.console.log")
         self.logf = open(self.log_path, "w")
         self.logf.write("# " + shlex.join(cmd) + "\n")
         self.started = time.time()
@@ -194,8 +226,8 @@ class Guest:
 class Stack:
     """Prometheus + Alertmanager + webhook on loopback, fresh per condition."""
 
-    def __init__(self, args, cond, agent_host_port, rundir):
-        self.dir = os.path.join(rundir, f"{cond}.stack")
+    def __init__(self, args, cond, agents, rundir, run=None):
+        self.dir = os.path.join(rundir, f"{run or cond}.stack")
         os.makedirs(self.dir, exist_ok=True)
         self.procs = []
         self.webhook = WebhookServer(0, os.path.join(self.dir, "webhook.jsonl")).start()
@@ -220,7 +252,9 @@ class Stack:
                 "scrape_configs:\n"
                 # The job name the project's rules select on (alerts/generate.py agent_selector).
                 "  - job_name: sockpressure-exporter\n"
-                f"    static_configs: [{{targets: ['127.0.0.1:{agent_host_port}']}}]\n")
+                "    static_configs:\n" + "".join(
+                    f"      - {{targets: ['127.0.0.1:{hp}'], labels: {{lab_agent: {name}}}}}\n"
+                    for name, _, hp in agents))
         self._spawn("alertmanager", [
             args.alertmanager, f"--config.file={am_cfg}", f"--storage.path={self.dir}/am-data",
             f"--web.listen-address=127.0.0.1:{self.am_port}",
@@ -264,13 +298,16 @@ def metric_value(samples, name, **labels):
     return None
 
 
-def run_condition(args, guest_files, cond, rundir):
-    """Boot one condition and collect everything the assertions need."""
-    res = {"condition": cond, "errors": []}
-    agent_host_port = free_port()
-    stack = Stack(args, cond, agent_host_port, rundir) if args.agent else None
-    guest = Guest(args, guest_files, cond, agent_host_port, rundir)
-    log(f"{cond}: QEMU started (console log {os.path.relpath(guest.log_path, REPO)})")
+def run_condition(args, guest_files, run, cond, agent_specs, rundir):
+    """Boot one condition with the agents agent_specs [(name, flags)]; collect what the checks need.
+    Headline checks (events, clamps, alerts, latency) use the first agent; tier verdicts all agents."""
+    agents = [(name, flags, free_port()) for name, flags in agent_specs]
+    res = {"condition": cond, "run": run, "variant": "default" if run == cond else "fallback", "errors": [],
+           "agents": [(n, f) for n, f in agent_specs]}
+    agent_host_port = agents[0][2]
+    stack = Stack(args, cond, agents, rundir, run) if args.agent else None
+    guest = Guest(args, guest_files, cond, agents, rundir, run)
+    log(f"{run}: QEMU started (console log {os.path.relpath(guest.log_path, REPO)})")
     A, B = args.cgroup_a, args.cgroup_b
     first = {}  # name -> host time when first seen
 
@@ -295,10 +332,12 @@ def run_condition(args, guest_files, cond, rundir):
                         s, "sockpressure_memcg_socket_pressure_events_total", cgroup=A) or 0) > 0)
                 except Exception:
                     pass
+                first_agent = agents[0][0]
                 mark("prom_clamps", (stack.prom.scalar(
-                    f'sockpressure_tcp_window_clamps_total{{cgroup="{A}"}}') or 0) > 0)
+                    f'sockpressure_tcp_window_clamps_total{{cgroup="{A}",lab_agent="{first_agent}"}}') or 0) > 0)
                 mark("prom_events", (stack.prom.scalar(
-                    f'sockpressure_memcg_socket_pressure_events_total{{cgroup="{A}"}}') or 0) > 0)
+                    f'sockpressure_memcg_socket_pressure_events_total{{cgroup="{A}",lab_agent="{first_agent}"}}')
+                    or 0) > 0)
                 for t, status, labels in stack.webhook.alerts():
                     if status == "firing" and labels.get("alertname") in args.throttle_alerts:
                         mark("alert_" + labels.get("cgroup", "?"), True, t)
@@ -320,7 +359,7 @@ def run_condition(args, guest_files, cond, rundir):
                     break
                 time.sleep(0.5)
         if args.agent:
-            collect_prometheus(res, stack, guest, A, B)
+            collect_prometheus(res, stack, guest, A, B, [a[0] for a in agents])
             res["webhook"] = [(round(t - guest.started, 1), st, l.get("alertname"), l.get("cgroup"))
                               for t, st, l in stack.webhook.alerts()]
     finally:
@@ -370,12 +409,16 @@ def _ss_clamped(raw):
     return bool(m1 and m2 and int(m1.group(1)) <= 4 * int(m2.group(1)))
 
 
-def collect_prometheus(res, stack, guest, A, B):
+def collect_prometheus(res, stack, guest, A, B, agent_names):
     p = stack.prom
     rng = f"[{int(time.time() - guest.started) + 30}s]"
-    res["prom_up"] = p.scalar(f"max_over_time(up{{job='sockpressure-exporter'}}{rng})")
+    first = agent_names[0]
+    # Every agent must have been scraped; the headline signals are the first agent's.
+    ups = {m.get("lab_agent"): v for m, v in p.query(f"max_over_time(up{{job='sockpressure-exporter'}}{rng})")}
+    res["prom_up_by_agent"] = ups
+    res["prom_up"] = min((ups.get(n) or 0) for n in agent_names)
     for cg, key in ((A, "A"), (B, "B")):
-        sel = f'{{cgroup="{cg}"}}'
+        sel = f'{{cgroup="{cg}",lab_agent="{first}"}}'
         res[f"{key}_ratio_max"] = p.scalar(f"max_over_time(sockpressure_memcg_scan_without_reclaim_ratio{sel}{rng})")
         res[f"{key}_events"] = p.scalar(f"max_over_time(sockpressure_memcg_socket_pressure_events_total{sel}{rng})")
         res[f"{key}_pressure_s"] = p.scalar(f"max_over_time(sockpressure_memcg_socket_pressure_seconds_total{sel}{rng})")
@@ -385,17 +428,25 @@ def collect_prometheus(res, stack, guest, A, B):
         res[f"{key}_scanned"] = p.scalar(f"max_over_time(sockpressure_memcg_reclaim_scanned_pages_total{sel}{rng})")
         res[f"{key}_reclaimed"] = p.scalar(
             f"max_over_time(sockpressure_memcg_reclaim_reclaimed_pages_total{sel}{rng})")
-    res["socket_accounting"] = p.scalar(f"last_over_time(sockpressure_node_socket_accounting_enabled{rng})")
+    res["socket_accounting"] = p.scalar(
+        f"last_over_time(sockpressure_node_socket_accounting_enabled{{lab_agent='{first}'}}{rng})")
     res["signal_source"] = {m.get("signal"): m.get("source") for m, v in p.query(
-        f"last_over_time(sockpressure_signal_source{rng}) == 1")}
-    # One query per family: functions like max_over_time drop __name__.
-    tiers = {}
-    for fam in ("scan_without_reclaim_ratio", "socket_pressure_events_total", "socket_pressure_seconds_total",
-                "window_clamps_total", "clamped_sockets"):
-        for m, v in p.query(f'max_over_time(sockpressure_tier_{fam}{{cgroup=~"{A}|{B}"}}{rng})'):
-            tiers.setdefault(m.get("source"), {})[(fam, m.get("cgroup"))] = v
-    res["tiers_json"] = {t: {f"{fam} {cg}": v for (fam, cg), v in vals.items()} for t, vals in tiers.items()}
-    res["tiers"] = tiers
+        f"last_over_time(sockpressure_signal_source{{lab_agent='{first}'}}{rng}) == 1")}
+    # Per agent: the tier values (one query per family: functions like max_over_time drop __name__)
+    # and which eBPF probes attached with which attach type.
+    res["agent_tiers"] = {}
+    for name in agent_names:
+        tiers = {}
+        for fam in ("scan_without_reclaim_ratio", "socket_pressure_events_total", "socket_pressure_seconds_total",
+                    "window_clamps_total", "clamped_sockets"):
+            for m, v in p.query(f'max_over_time(sockpressure_tier_{fam}{{cgroup=~"{A}|{B}",lab_agent="{name}"}}{rng})'):
+                tiers.setdefault(m.get("source"), {})[(fam, m.get("cgroup"))] = v
+        probes = sorted({(m.get("probe"), m.get("attach")) for m, v in p.query(
+            f"max_over_time(sockpressure_probe_attached{{lab_agent='{name}'}}{rng}) == 1")})
+        res["agent_tiers"][name] = {"tiers": tiers, "probes": probes}
+    res["tiers_json"] = {n: {"probes": a["probes"], "tiers": {t: {f"{fam} {cg}": v for (fam, cg), v in vals.items()}
+                                                              for t, vals in a["tiers"].items()}}
+                         for n, a in res["agent_tiers"].items()}
     res["alerts_firing"] = sorted({(m.get("alertname"), m.get("cgroup", "")) for m, v in p.query(
         f'max_over_time(ALERTS{{alertstate="firing"}}{rng})')})
 
@@ -439,35 +490,57 @@ def tier_verdict(values, cg):
     return any(v > 0 for v in signals)
 
 
+def row_values(agent_data, row):
+    """The tier values one agent gives for one TIER_ROWS row, or None when that row is not live."""
+    _, source, probe, fams = row
+    vals = agent_data["tiers"].get(source)
+    if vals is None:
+        return None
+    if probe is not None and tuple(probe) not in {tuple(p) for p in agent_data["probes"]}:
+        return None
+    return {k: v for k, v in vals.items() if fams is None or k[0] in fams}
+
+
+def forced_attach(flags):
+    """{probe: attach} an agent's flags force with a single-valued --bpf.*-attach."""
+    out = {}
+    for a in flags.split():
+        for flag, probe in (("--bpf.vmpressure-attach=", "vmpressure"), ("--bpf.clamps-attach=", "window_clamps")):
+            if a.startswith(flag) and "," not in a[len(flag):]:
+                out[probe] = a[len(flag):]
+    return out
+
+
 def assess(args, results):
     ck = Checker()
     A, B = args.cgroup_a, args.cgroup_b
     ref = results.get("nopressure", {}).get("recv_kBps")
-    for cond, r in results.items():
+    for run, r in results.items():
+        cond = r["condition"]
         for e in r["errors"]:
-            ck.check(cond, "run", False, e)
+            ck.check(run, "run", False, e)
         thr = cond in THROTTLED
         kbps = r.get("recv_kBps")
-        ck.check(cond, "receiver finished", kbps is not None, f"{fmt(kbps, 0)} kB/s")
+        ck.check(run, "receiver finished", kbps is not None, f"{fmt(kbps, 0)} kB/s")
         if cond == "swap":
             if ref:
-                ck.check(cond, "throughput < half of nopressure", kbps is not None and kbps < ref / 2,
+                ck.check(run, "throughput < half of nopressure", kbps is not None and kbps < ref / 2,
                          f"{fmt(kbps, 0)} vs {fmt(ref, 0)} kB/s")
             else:
-                ck.missing(cond, "throughput < half of nopressure", "nopressure not run: not compared")
-            ck.check(cond, "kernel clamped the receiver (rcv_ssthresh = 4*advmss seen in guest)",
+                ck.missing(run, "throughput < half of nopressure", "nopressure not run: not compared")
+            ck.check(run, "kernel clamped the receiver (rcv_ssthresh = 4*advmss seen in guest)",
                      r.get("guest_clamped"), f"first after {fmt(r.get('first_clamp_s'))} s")
         else:
-            ck.check(cond, "kernel never clamped the receiver", not r.get("guest_clamped"),
+            ck.check(run, "kernel never clamped the receiver", not r.get("guest_clamped"),
                      f"clamped fraction {fmt(r.get('recv_clamped_frac'))}")
         if not args.agent:
             continue
         if r.get("agent_missing"):
-            ck.check(cond, "agent present in guest", False)
+            ck.check(run, "agent present in guest", False)
             continue
-        ck.check(cond, "Prometheus scraped the agent", (r.get("prom_up") or 0) == 1)
+        ck.check(run, "Prometheus scraped the agent", (r.get("prom_up") or 0) == 1)
         acct = r.get("socket_accounting")
-        ck.check(cond, "sockpressure_node_socket_accounting_enabled",
+        ck.check(run, "sockpressure_node_socket_accounting_enabled",
                  acct == (0 if cond == "nosocket" else 1), f"= {fmt(acct)}")
         def has(signal, r=r):
             return r.get("signal_source", {}).get(signal, "none") != "none"
@@ -475,55 +548,75 @@ def assess(args, results):
         thr_alerts = [a for a in r.get("alerts_firing", []) if a[0] in args.throttle_alerts]
         hooks = [w for w in r.get("webhook", []) if w[1] == "firing" and w[2] in args.throttle_alerts]
         if thr:
-            ck.check(cond, "A: scan-without-reclaim ratio >= 0.95", (r.get("A_ratio_max") or 0) >= 0.95,
+            ck.check(run, "A: scan-without-reclaim ratio >= 0.95", (r.get("A_ratio_max") or 0) >= 0.95,
                      f"max {fmt(r.get('A_ratio_max'), 3)}")
-            ck.check(cond, "A: socket-pressure events > 0", (r.get("A_events") or 0) > 0, fmt(r.get("A_events")))
-            ck.check(cond, "A: socket-pressure seconds > 0", (r.get("A_pressure_s") or 0) > 0,
+            ck.check(run, "A: socket-pressure events > 0", (r.get("A_events") or 0) > 0, fmt(r.get("A_events")))
+            ck.check(run, "A: socket-pressure seconds > 0", (r.get("A_pressure_s") or 0) > 0,
                      fmt(r.get("A_pressure_s")))
             if has("window_clamps"):
-                ck.check(cond, "A: window clamps > 0", (r.get("A_clamps") or 0) > 0, fmt(r.get("A_clamps")))
+                ck.check(run, "A: window clamps > 0", (r.get("A_clamps") or 0) > 0, fmt(r.get("A_clamps")))
             else:
-                ck.missing(cond, "A: window clamps > 0", "agent has no window_clamps source")
+                ck.missing(run, "A: window clamps > 0", "agent has no window_clamps source")
             if has("clamped_sockets"):
-                ck.check(cond, "A: clamped sockets >= 1 during transfer",
+                ck.check(run, "A: clamped sockets >= 1 during transfer",
                          (r.get("A_clamped_sockets_max") or 0) >= 1, f"max {fmt(r.get('A_clamped_sockets_max'))}")
             else:
-                ck.missing(cond, "A: clamped sockets >= 1 during transfer", "agent has no clamped_sockets source")
-            ck.check(cond, "B: no socket-pressure events", not (r.get("B_events") or 0), fmt(r.get("B_events")))
+                ck.missing(run, "A: clamped sockets >= 1 during transfer", "agent has no clamped_sockets source")
+            ck.check(run, "B: no socket-pressure events", not (r.get("B_events") or 0), fmt(r.get("B_events")))
             if has("window_clamps"):
-                ck.check(cond, "B: no window clamps", not (r.get("B_clamps") or 0), fmt(r.get("B_clamps")))
-            ck.check(cond, "throttling alert for A reached the webhook",
+                ck.check(run, "B: no window clamps", not (r.get("B_clamps") or 0), fmt(r.get("B_clamps")))
+            ck.check(run, "throttling alert for A reached the webhook",
                      any(w[3] == A for w in hooks), str(sorted({(w[2], w[3]) for w in hooks})))
-            ck.check(cond, "no throttling alert for B", not any(w[3] == B for w in hooks))
+            ck.check(run, "no throttling alert for B", not any(w[3] == B for w in hooks))
         else:
             for key in ("A", "B"):
-                ck.check(cond, f"{key}: no socket-pressure events", not (r.get(f"{key}_events") or 0),
+                ck.check(run, f"{key}: no socket-pressure events", not (r.get(f"{key}_events") or 0),
                          fmt(r.get(f"{key}_events")))
                 if has("window_clamps"):
-                    ck.check(cond, f"{key}: no window clamps", not (r.get(f"{key}_clamps") or 0),
+                    ck.check(run, f"{key}: no window clamps", not (r.get(f"{key}_clamps") or 0),
                              fmt(r.get(f"{key}_clamps")))
                 else:
-                    ck.missing(cond, f"{key}: no window clamps", "agent has no window_clamps source")
+                    ck.missing(run, f"{key}: no window clamps", "agent has no window_clamps source")
                 if has("clamped_sockets"):
-                    ck.check(cond, f"{key}: no clamped sockets", not (r.get(f"{key}_clamped_sockets_max") or 0),
+                    ck.check(run, f"{key}: no clamped sockets", not (r.get(f"{key}_clamped_sockets_max") or 0),
                              fmt(r.get(f"{key}_clamped_sockets_max")))
                 else:
-                    ck.missing(cond, f"{key}: no clamped sockets", "agent has no clamped_sockets source")
-            ck.check(cond, "no throttling alert (Prometheus or webhook)", not thr_alerts and not hooks,
+                    ck.missing(run, f"{key}: no clamped sockets", "agent has no clamped_sockets source")
+            ck.check(run, "no throttling alert (Prometheus or webhook)", not thr_alerts and not hooks,
                      str(thr_alerts + hooks))
-        # Per tier: each live tier on its own must reach the right verdict for A (and B never).
-        tiers = r.get("tiers", {})
-        for tier in sorted(tiers):
-            va, vb = tier_verdict(tiers[tier], A), tier_verdict(tiers[tier], B)
-            ck.check(cond, f"tier {tier}: verdict for A", va == thr,
-                     f"{'throttled' if va else 'not throttled' if va is not None else 'no data'}")
-            if vb is not None:
-                ck.check(cond, f"tier {tier}: verdict for B", vb is False,
-                         "throttled" if vb else "not throttled")
-        missing = [t for t in TIERS if t not in tiers]
-        r["tiers_missing"] = missing
-        if missing:
-            log(f"  [MISSING] {cond}: tiers not live in the agent (no verdict): {', '.join(missing)}")
+        # Per tier: each live tier of each agent, on its own, must reach the right verdict for A (and
+        # never say throttled for B). An agent forced onto one attach type must have attached it.
+        obs = {}
+        for name, data in r.get("agent_tiers", {}).items():
+            flags = dict(r.get("agents", [])).get(name, "")
+            for probe, attach in forced_attach(flags).items():
+                ck.check(run, f"agent {name}: {probe} attached as {attach} (forced)",
+                         (probe, attach) in {tuple(p) for p in data["probes"]},
+                         "attached: " + ", ".join(f"{p}={a}" for p, a in data["probes"]))
+            for row in TIER_ROWS:
+                vals = row_values(data, row)
+                if vals is None:
+                    continue
+                va, vb = tier_verdict(vals, A), tier_verdict(vals, B)
+                obs.setdefault(row[0], []).append((name, va, vb))
+                ck.check(run, f"tier {TIER_LABEL.get(row[0], row[0])} [{name}]: verdict for A", va == thr,
+                         f"{'throttled' if va else 'not throttled' if va is not None else 'no data'}")
+                if vb is not None:
+                    ck.check(run, f"tier {TIER_LABEL.get(row[0], row[0])} [{name}]: verdict for B", vb is False,
+                             "throttled" if vb else "not throttled")
+        r["tier_obs"] = obs
+    # A tier with no verdict in a condition (no agent of any boot of it had it live) is MISSING.
+    fb_conds = sorted({r["condition"] for r in results.values() if r.get("variant") == "fallback"})
+    for cond in dict.fromkeys(r["condition"] for r in results.values()):
+        live = {rid for r in results.values() if r["condition"] == cond for rid in r.get("tier_obs", {})}
+        for rid, *_ in TIER_ROWS:
+            if rid in live:
+                continue
+            if cond in fb_conds or not args.fallback_reason:
+                why = "not live in any agent of this condition"
+            else:
+                why = args.fallback_reason.format(conds=", ".join(fb_conds) or "none")
+            ck.missing(cond, f"tier {TIER_LABEL.get(rid, rid)}", why)
     return ck
 
 
@@ -535,7 +628,7 @@ def report(args, results, ck, total_s):
     add(f"Kernel {args.kver}, QEMU TCG, 2 vCPU, {args.mem_mib} MiB, warm-up {args.warmup} s, "
         f"transfer {args.transfer} s, scrape/eval interval {args.scrape_interval}, alert `for` "
         f"{args.lab_for or 'as in the rules file'}. Total run time {total_s:.0f} s.\n")
-    add("| condition | receiver kB/s | clamped (20 Hz TCP_INFO) | ss samples clamped | A pgscan/pgsteal (guest) "
+    add("| boot | receiver kB/s | clamped (20 Hz TCP_INFO) | ss samples clamped | A pgscan/pgsteal (guest) "
         "| A ratio max | A events | A pressure s | A clamps | A clamped sockets max | accounting | throttling alert |")
     add("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for cond, r in results.items():
@@ -549,42 +642,50 @@ def report(args, results, ck, total_s):
             f"{', '.join(hooks) or 'none'} |")
     if args.agent:
         add("\n### Per-tier verdict for cgroup A (each tier on its own)\n")
-        add("| tier | " + " | ".join(results) + " |")
-        add("|---|" + "---|" * len(results))
-        for tier in TIERS:
+        add("Cell: the verdict, ✓ right / ✗ WRONG, and [the agents that had the tier live; fb: = in the "
+            "condition's fallback boot]. "
+            "MISSING: no agent of any boot of that condition had the tier live (no verdict, not a pass).\n")
+        conds = list(dict.fromkeys(r["condition"] for r in results.values()))
+        add("| tier | " + " | ".join(conds) + " |")
+        add("|---|" + "---|" * len(conds))
+        for rid, *_ in TIER_ROWS:
             cells = []
-            for cond, r in results.items():
-                t = r.get("tiers", {}).get(tier)
-                if t is None:
-                    cells.append("not live")
+            for cond in conds:
+                seen = [(o, r.get("run")) for r in results.values() if r["condition"] == cond
+                        for o in r.get("tier_obs", {}).get(rid, [])]
+                if not seen:
+                    cells.append("**MISSING**")
                     continue
-                v = tier_verdict(t, A)
-                ok = v == (cond in THROTTLED)
-                cells.append(f"{'throttled' if v else 'quiet' if v is not None else 'no data'}"
-                             f"{'' if ok else ' (WRONG)'}")
-            add(f"| {tier} | " + " | ".join(cells) + " |")
+                thr = cond in THROTTLED
+                verdicts = {("throttled" if va else "quiet" if va is not None else "no data") for (_, va, _), _ in seen}
+                ok = all(va == thr for (_, va, _), _ in seen)
+                who = ", ".join(name if run_ == cond else f"fb:{name}" for (name, _, _), run_ in seen)
+                cells.append(f"{'/'.join(sorted(verdicts))} {'✓' if ok else '✗ WRONG'} [{who}]")
+            add(f"| {TIER_LABEL.get(rid, rid)} | " + " | ".join(cells) + " |")
         add("\n### Detection latency\n")
         add("Host clock throughout (guest console lines are timestamped on arrival). Socket pressure starts "
             "at the first reclaim scan of A (the guest polls memory.stat at 1 Hz); a clamp needs a socket, "
             "so clamp metrics start at the receiver's first clamped TCP_INFO (20 Hz). Negative: the alert "
             "fired on socket pressure before the transfer began.\n")
-        add("| condition | A scanned → agent events | → Prometheus events | → alert at webhook | "
+        add("| boot | A scanned → agent events | → Prometheus events | → alert at webhook | "
             "first clamp → agent clamps | → Prometheus clamps | → alert at webhook |")
         add("|---|---|---|---|---|---|---|")
-        for cond, r in results.items():
-            if cond not in THROTTLED:
+        for run, r in results.items():
+            if r.get("condition") not in THROTTLED:
                 continue
             lat = r.get("latency", {})
-            add(f"| {cond} | " + " | ".join(
+            add(f"| {run} | " + " | ".join(
                 f"{lat[k]:.1f} s" if k in lat else "never" for k in
                 ("agent_events", "prom_events", f"alert_{A}", "agent_clamps", "prom_clamps",
                  f"alert_{A}_from_clamp")) + " |")
-        add("\nSignal sources the agent chose: " + "; ".join(
+        add("\nAgents per boot (headline columns and latency: the first agent): " + "; ".join(
+            f"{run}: " + ", ".join(f"{n} `{f}`" for n, f in r.get("agents", [])) for run, r in results.items()))
+        add("\nSignal sources the first agent chose: " + "; ".join(
             f"{c}: " + ", ".join(f"{k}={v}" for k, v in sorted(r.get("signal_source", {}).items()))
             for c, r in results.items()))
-        miss = sorted({t for r in results.values() for t in r.get("tiers_missing", [])})
-        if miss:
-            add(f"\n**Tiers not live in this agent (no verdict, not tested): {', '.join(miss)}**")
+        add("\neBPF probes attached: " + "; ".join(
+            f"{run}/{n}: " + ", ".join(f"{p}={a}" for p, a in d.get("probes", []))
+            for run, r in results.items() for n, d in r.get("agent_tiers", {}).items()))
     fails = ck.failed()
     miss_rows = [r for r in ck.rows if r[2] is None]
     add(f"\n{len([r for r in ck.rows if r[2]])} checks passed, {len(fails)} failed, "
@@ -640,6 +741,11 @@ def main():
     ap.add_argument("--no-agent", action="store_true", help="kernel reproduction only, no agent/Prometheus")
     ap.add_argument("--agent-args", default="--signal.all-tiers",
                     help="extra agent flags (default settings plus the per-tier export)")
+    ap.add_argument("--fallback-conditions", default="swap,nopressure",
+                    help="conditions booted a second time with the forced-fallback agents (--fallback-agents), so "
+                         "the kprobe/tp_btf tiers get a verdict; \"\" = none")
+    ap.add_argument("--fallback-agents", default=FALLBACK_AGENTS,
+                    help="the agents of the fallback boots, NAME=FLAGS;NAME=FLAGS (each on its own port)")
     ap.add_argument("--memcg-limit", default="640M",
                     help="put A and B under a parent /lab with this memory.max (limit reclaim; \"\" = global reclaim by kswapd, the first prototype, which throttles only intermittently on a busy host)")
     ap.add_argument("--warmup", type=int, default=30)
@@ -662,7 +768,8 @@ def main():
     t0 = time.time()
 
     conds = [c for c in args.conditions.split(",") if c]
-    bad = [c for c in conds if c not in CONDITIONS]
+    fb_conds = [c for c in args.fallback_conditions.split(",") if c]
+    bad = [c for c in conds + fb_conds if c not in CONDITIONS]
     if bad:
         raise SystemExit(f"lab: unknown condition(s) {bad}; known: {CONDITIONS}")
     missing = []
@@ -682,6 +789,30 @@ def main():
             missing.append("prometheus (Debian package prometheus)")
         if not args.alertmanager:
             missing.append("prometheus-alertmanager (Debian package prometheus-alertmanager)")
+    fb_agents = [tuple(x.split("=", 1)) for x in args.fallback_agents.split(";") if x.strip()]
+    if any(len(a) != 2 for a in fb_agents):
+        raise SystemExit("lab: --fallback-agents wants NAME=FLAGS;NAME=FLAGS")
+    args.fallback_reason = None
+    if args.agent and fb_conds and fb_agents:
+        # The fallback boots need an agent that can be forced onto an attach type.
+        try:
+            helptext = subprocess.run([args.agent, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True, timeout=30).stdout
+        except Exception as e:  # noqa: BLE001
+            helptext = str(e)
+        lacking = [f for f in FALLBACK_FLAGS if f not in helptext and any(f in fl for _, fl in fb_agents)]
+        if lacking:
+            log(f"[MISSING] agent has no {', '.join(lacking)}: fallback boots skipped")
+            args.fallback_reason = (f"agent has no {', '.join(lacking)}: fallback tiers cannot be forced, "
+                                    "fallback boots skipped")
+            fb_conds = []
+        else:
+            args.fallback_reason = ("not live in the default agent (a better attach type wins on this kernel); "
+                                    "the forced-fallback agents boot only in: {conds}")
+    elif args.agent:
+        args.fallback_reason = "not live in the default agent; fallback boots disabled (--fallback-conditions)"
+    runs = [(c, c, [("default", args.agent_args)]) for c in conds]
+    runs += [(f"{c}-fallback", c, fb_agents) for c in conds if c in fb_conds]
     if missing:
         print("lab: ERROR: missing prerequisites:\n  - " + "\n  - ".join(missing), file=sys.stderr)
         return 2
@@ -703,14 +834,15 @@ def main():
     log(f"results in {os.path.relpath(rundir, REPO)}")
 
     results = {}
-    for cond in conds:
-        log(f"=== condition {cond} ===")
+    for run, cond, agent_specs in runs:
+        log(f"=== {run}: condition {cond}, agents {', '.join(n for n, _ in agent_specs)} ===")
         try:
-            results[cond] = run_condition(args, guest_files, cond, rundir)
+            results[run] = run_condition(args, guest_files, run, cond, agent_specs, rundir)
         except Exception as e:  # noqa: BLE001 - one condition's crash must not hide the others
-            results[cond] = {"condition": cond, "errors": [f"{type(e).__name__}: {e}"]}
-        r = results[cond]
-        log(f"{cond}: receiver {fmt(r.get('recv_kBps'), 0)} kB/s, guest clamped={r.get('guest_clamped')}, "
+            results[run] = {"condition": cond, "run": run, "errors": [f"{type(e).__name__}: {e}"],
+                            "variant": "default" if run == cond else "fallback"}
+        r = results[run]
+        log(f"{run}: receiver {fmt(r.get('recv_kBps'), 0)} kB/s, guest clamped={r.get('guest_clamped')}, "
             f"A pgscan/pgsteal {r.get('guest_A_pgscan')}/{r.get('guest_A_pgsteal')}, "
             f"wall {fmt(r.get('wall_s'), 0)} s")
     ck = assess(args, results)
