@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "exporter/alerting/alertmanager.h"
 #include "exporter/alerting/api.h"
@@ -41,6 +42,8 @@ struct Options {
   bool all_tiers = false;
   std::string log_level = "info";
   std::map<std::string, bool> collectors;
+  std::string bpf_vmpressure_attach = "fentry,kprobe";
+  std::string bpf_clamps_attach = "fexit,kprobe,tp_btf,raw_tp";
   KubeletOptions kubelet;  // namespace/pod/container labels (exporter/identity)
   // Alerting (exporter/alerting).
   bool doctor = false;
@@ -79,6 +82,10 @@ int Run(int argc, char** argv) {
             "Maximum memory cgroups to track (breadth-first); the rest are counted in sockpressure_cgroups_untracked.");
   flags.Bool("signal.all-tiers", &opt.all_tiers,
              "Also export every live tier's per-cgroup verdicts side by side (sockpressure_tier_*{source}).");
+  flags.String("bpf.vmpressure-attach", &opt.bpf_vmpressure_attach,
+               "eBPF attach types to try for vmpressure(), best first (fentry, kprobe).");
+  flags.String("bpf.clamps-attach", &opt.bpf_clamps_attach,
+               "eBPF attach types to try for window clamps, best first (fexit, kprobe, tp_btf, raw_tp).");
   flags.String("log.level", &opt.log_level, "Only log messages with the given severity or above: debug, info, warn, error.");
   RegisterKubeletFlags(&flags, &opt.kubelet);
   flags.Bool("doctor", &opt.doctor,
@@ -174,6 +181,20 @@ int Run(int argc, char** argv) {
   ctx.paths = opt.paths;
   ctx.max_cgroups = static_cast<size_t>(opt.cgroup_max);
   ctx.interval_seconds = absl::ToDoubleSeconds(opt.interval);
+  ctx.bpf_vmpressure_attach = absl::StrSplit(opt.bpf_vmpressure_attach, ',', absl::SkipEmpty());
+  ctx.bpf_clamps_attach = absl::StrSplit(opt.bpf_clamps_attach, ',', absl::SkipEmpty());
+  for (const std::string& a : ctx.bpf_vmpressure_attach) {
+    if (a != "fentry" && a != "kprobe") {
+      std::fprintf(stderr, "sockpressure_exporter: --bpf.vmpressure-attach: unknown attach type '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  for (const std::string& a : ctx.bpf_clamps_attach) {
+    if (a != "fexit" && a != "kprobe" && a != "tp_btf" && a != "raw_tp") {
+      std::fprintf(stderr, "sockpressure_exporter: --bpf.clamps-attach: unknown attach type '%s'\n", a.c_str());
+      return 2;
+    }
+  }
   std::vector<std::unique_ptr<Source>> sources;
   std::vector<std::string> enabled;
   for (const SourceRegistration& r : RegisteredSources()) {
