@@ -111,13 +111,7 @@ api::v1::CgroupList BuildCgroupList(const Snapshot& s, const EpisodeTracker& epi
   api::v1::CgroupList out;
   *out.mutable_generated() = Ts(s.unix_millis);
   out.set_sample_sequence(s.sequence);
-  EpisodePreconditions pre;
-  pre.swap_enabled = s.swap_enabled;
-  pre.socket_accounting_enabled = s.socket_accounting_enabled;
-  pre.cgroup_mode = s.cgroup_mode;
-  pre.kernel_release = s.node.kernel_release.value_or("");
-  pre.signal_tier = s.signal_tier;
-  *out.mutable_node() = ToProto(pre);
+  *out.mutable_node() = ToProto(PreconditionsOf(s));
   for (const CgroupView& c : s.cgroups) {
     std::optional<EpisodeTracker::CgroupCounters> counters = episodes.Counters(c.path);
     bool open = counters && counters->active_episode_id;

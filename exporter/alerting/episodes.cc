@@ -5,6 +5,16 @@
 
 namespace sockpressure {
 
+EpisodePreconditions PreconditionsOf(const Snapshot& s) {
+  EpisodePreconditions pre;
+  pre.swap_enabled = s.swap_enabled;
+  pre.socket_accounting_enabled = s.socket_accounting_enabled;
+  pre.cgroup_mode = s.cgroup_mode;
+  pre.kernel_release = s.node.kernel_release.value_or("");
+  pre.signal_tier = s.signal_tier;
+  return pre;
+}
+
 struct EpisodeTracker::Record {
   Episode e;
   // Other cgroups' reclaim while this episode was open. Bounded (see
@@ -64,12 +74,7 @@ void EpisodeTracker::Observe(const Snapshot& s) {
   const double interval = s.interval_seconds;
   const int64_t quiet_ms = static_cast<int64_t>(std::llround(options_.quiet_seconds * 1000));
 
-  EpisodePreconditions pre;
-  pre.swap_enabled = s.swap_enabled;
-  pre.socket_accounting_enabled = s.socket_accounting_enabled;
-  pre.cgroup_mode = s.cgroup_mode;
-  pre.kernel_release = s.node.kernel_release.value_or("");
-  pre.signal_tier = s.signal_tier;
+  const EpisodePreconditions pre = PreconditionsOf(s);
 
   // Per-sample reclaim of every cgroup, computed once and shared by all open
   // episodes (who was reclaiming while this cgroup was throttled).

@@ -38,8 +38,11 @@ struct EpisodePreconditions {
   bool socket_accounting_enabled = true;
   CgroupMode cgroup_mode = CgroupMode::kUnknown;
   std::string kernel_release;
-  std::array<Tier, kSignalCount> signal_tier{};
+  std::array<Tier, kSignalCount> signal_tier = NoTiers();
 };
+
+// The node's preconditions as the snapshot states them.
+EpisodePreconditions PreconditionsOf(const Snapshot& s);
 
 struct ReclaimerPages {
   std::string cgroup;

@@ -30,8 +30,9 @@ class MetricWriter {
   // One series. `base` is the shared label set (e.g. cgroup identity) and
   // `extra` the family's own labels, appended after it.
   virtual void Value(const std::vector<LabelRef>& base, std::initializer_list<LabelRef> extra, double value) = 0;
-  // Families collected by prometheus-cpp (the agent's own HTTP metrics).
-  virtual void PromCppFamilies(const std::vector<prometheus::MetricFamily>& families) = 0;
+  // Families collected by prometheus-cpp (the agent's own HTTP metrics),
+  // written through Family()/Value(); counters and gauges only.
+  void PromCppFamilies(const std::vector<prometheus::MetricFamily>& families);
   // Finishes the output and returns it.
   virtual std::string Finish() = 0;
 };

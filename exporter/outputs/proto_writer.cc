@@ -31,18 +31,6 @@ class ProtoWriter final : public MetricWriter {
     else m->mutable_gauge()->set_value(value);
   }
 
-  void PromCppFamilies(const std::vector<prometheus::MetricFamily>& families) override {
-    for (const prometheus::MetricFamily& f : families) {
-      bool counter = f.type == prometheus::MetricType::Counter;
-      Family(f.name, f.help, counter ? MetricKind::kCounter : MetricKind::kGauge);
-      for (const prometheus::ClientMetric& cm : f.metric) {
-        std::vector<LabelRef> labels;
-        for (const auto& l : cm.label) labels.push_back({l.name, l.value});
-        Value(labels, {}, counter ? cm.counter.value : cm.gauge.value);
-      }
-    }
-  }
-
   std::string Finish() override {
     Flush();
     // Each SerializeDelimitedToZeroCopyStream() call backs the stream up to

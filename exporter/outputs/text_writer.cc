@@ -76,18 +76,6 @@ class TextWriter final : public MetricWriter {
     out_ += '\n';
   }
 
-  void PromCppFamilies(const std::vector<prometheus::MetricFamily>& families) override {
-    for (const prometheus::MetricFamily& f : families) {
-      bool counter = f.type == prometheus::MetricType::Counter;
-      Family(f.name, f.help, counter ? MetricKind::kCounter : MetricKind::kGauge);
-      for (const prometheus::ClientMetric& m : f.metric) {
-        std::vector<LabelRef> labels;
-        for (const auto& l : m.label) labels.push_back({l.name, l.value});
-        Value(labels, {}, counter ? m.counter.value : m.gauge.value);
-      }
-    }
-  }
-
   std::string Finish() override { return std::move(out_); }
 
  private:
@@ -97,6 +85,18 @@ class TextWriter final : public MetricWriter {
 };
 
 }  // namespace
+
+void MetricWriter::PromCppFamilies(const std::vector<prometheus::MetricFamily>& families) {
+  for (const prometheus::MetricFamily& f : families) {
+    bool counter = f.type == prometheus::MetricType::Counter;
+    Family(f.name, f.help, counter ? MetricKind::kCounter : MetricKind::kGauge);
+    for (const prometheus::ClientMetric& m : f.metric) {
+      std::vector<LabelRef> labels;
+      for (const auto& l : m.label) labels.push_back({l.name, l.value});
+      Value(labels, {}, counter ? m.counter.value : m.gauge.value);
+    }
+  }
+}
 
 std::unique_ptr<MetricWriter> NewTextWriter() { return std::make_unique<TextWriter>(); }
 
