@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# TLS and basic auth from an exporter-toolkit style --web.config.file: a
+# certificate made here with openssl, a bcrypt hash made here with python's
+# crypt module; curl must verify the server and present the password.
+AGENT="$1"
+source "$(dirname "$0")/lib.sh"
+command -v openssl >/dev/null || fail "openssl not found (apt-get install openssl)"
+make_work
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
+  -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+  -keyout "$WORK/tls.key" -out "$WORK/tls.crt" >/dev/null 2>&1 || fail "openssl could not make a certificate"
+hash="$(python3 - <<'PY'
+import ctypes, ctypes.util
+# libcrypt's crypt_gensalt/crypt give a real bcrypt ($2b$) hash, as htpasswd -B would.
+lib = ctypes.CDLL(ctypes.util.find_library("crypt"))
+lib.crypt_gensalt.restype = ctypes.c_char_p
+lib.crypt.restype = ctypes.c_char_p
+salt = lib.crypt_gensalt(b"$2b$", 5, None, 0)
+print(lib.crypt(b"s3cret", salt).decode())
+PY
+)"
+case "$hash" in '$2b$'*) ;; *) fail "could not make a bcrypt hash: $hash" ;; esac
+cat >"$WORK/web.yml" <<YML
+tls_server_config:
+  cert_file: $WORK/tls.crt
+  key_file: $WORK/tls.key
+basic_auth_users:
+  prometheus: '$hash'
+YML
+port="$(free_port)"
+"$AGENT" --web.listen-address="127.0.0.1:$port" --web.config.file="$WORK/web.yml" \
+  --path.procfs="$FIXTURES/v2/proc" --path.cgroupfs="$FIXTURES/v2/cgroup" >"$WORK/agent.log" 2>&1 &
+PIDS+=("$!")
+deadline=$((SECONDS + 20))
+until curl -s -o /dev/null --cacert "$WORK/tls.crt" "https://127.0.0.1:$port/healthz"; do
+  [ "$SECONDS" -lt "$deadline" ] || { cat "$WORK/agent.log"; fail "TLS agent did not start"; }
+  sleep 0.2
+done
+code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+plain="$(code "http://127.0.0.1:$port/metrics" || true)"
+noauth="$(code --cacert "$WORK/tls.crt" "https://127.0.0.1:$port/metrics")"
+wrong="$(code --cacert "$WORK/tls.crt" -u prometheus:nope "https://127.0.0.1:$port/metrics")"
+good="$(code --cacert "$WORK/tls.crt" -u prometheus:s3cret "https://127.0.0.1:$port/metrics")"
+echo "plain http=$plain no-auth=$noauth wrong-password=$wrong right-password=$good"
+[ "$plain" != 200 ] || fail "plain HTTP must not be served when TLS is configured"
+[ "$noauth" = 401 ] || fail "no credentials must get 401"
+[ "$wrong" = 401 ] || fail "a wrong password must get 401"
+[ "$good" = 200 ] || fail "the right password must get 200"
+curl -fsS --cacert "$WORK/tls.crt" -u prometheus:s3cret "https://127.0.0.1:$port/metrics" | grep -q '^sockpressure_node_info' ||
+  fail "metrics missing over TLS"
+
+# A config the agent does not understand is refused at start with a clear message.
+printf 'tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS13\n' >"$WORK/bad.yml"
+if "$AGENT" --web.config.file="$WORK/bad.yml" >"$WORK/bad.log" 2>&1; then fail "bad web config accepted"; fi
+grep -q "unsupported tls_server_config key 'min_version'" "$WORK/bad.log" || { cat "$WORK/bad.log"; fail "unclear error"; }
+echo "PASS"
