@@ -146,7 +146,7 @@ def main():
     for probe in ("livenessProbe", "readinessProbe"):
         check(c[probe]["httpGet"] == {"path": "/healthz", "port": "metrics"}, f"{probe} on /healthz")
     check(c["resources"] == {"requests": {"cpu": "50m", "memory": "64Mi"},
-                             "limits": {"cpu": "200m", "memory": "128Mi"}}, "requests 50m/64Mi, limits 200m/128Mi")
+                             "limits": {"cpu": "500m", "memory": "256Mi"}}, "requests 50m/64Mi, limits 500m/256Mi")
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     vols = {v["name"]: v for v in spec["volumes"]}
     for path, host in (("/host/proc", "/proc"), ("/sys/kernel/btf", "/sys/kernel/btf"),
