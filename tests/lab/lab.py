@@ -57,7 +57,8 @@ TIER_LABEL = {"fentry": "fentry (vmpressure)", "fexit-clamps": "fexit (window cl
 # Second agent configuration, booted once more per --fallback-conditions: agents that are forced
 # onto the fallback attach types, which never win on a kernel with fentry/fexit. name=flags;...
 FALLBACK_AGENTS = ("kprobe=--signal.all-tiers --bpf.vmpressure-attach=kprobe --bpf.clamps-attach=kprobe;"
-                   "tp_btf=--signal.all-tiers --bpf.clamps-attach=tp_btf")
+                   "tp_btf=--signal.all-tiers --bpf.clamps-attach=tp_btf;"
+                   "raw_tp=--signal.all-tiers --bpf.clamps-attach=raw_tp --no-collector.sock_diag")
 FALLBACK_FLAGS = ("--bpf.vmpressure-attach", "--bpf.clamps-attach")
 GUEST_AGENT_PORT = 9101
 THROTTLE_ALERTS = ("SockPressureTCPThrottled", "SockPressureTCPThrottledCritical")
