@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   std::shared_ptr<const Snapshot> snap;
   for (int i = 0; i < cycles; ++i) snap = sampler.SampleOnce();
   double cpu_per_cycle = (CpuSeconds() - cpu0) / cycles;
+  const long sampling_rss_kb = StatusKb("VmRSS:");  // before any rendering
 
   // Peer in the same run: the floor for any reader of these files -- open,
   // read and close exactly the files the agent reads per cycle (memory.stat
@@ -105,10 +106,10 @@ int main(int argc, char** argv) {
   double proto_s = time_render(true, &proto_bytes);
   std::printf(
       "cgroups=%zu cycles=%d cpu_ms_per_cycle=%.2f peer_read_only_cpu_ms_per_cycle=%.2f agent_over_peer=%.2f "
-      "rss_mib=%.1f peak_rss_mib=%.1f text_render_ms=%.2f "
+      "sampling_rss_mib=%.1f rss_mib=%.1f peak_rss_mib=%.1f text_render_ms=%.2f "
       "text_bytes=%zu proto_render_ms=%.2f proto_bytes=%zu\n",
       snap->cgroups.size(), cycles, cpu_per_cycle * 1e3, peer_per_cycle * 1e3, cpu_per_cycle / peer_per_cycle,
-      StatusKb("VmRSS:") / 1024.0, StatusKb("VmHWM:") / 1024.0,
+      sampling_rss_kb / 1024.0, StatusKb("VmRSS:") / 1024.0, StatusKb("VmHWM:") / 1024.0,
       text_s * 1e3, text_bytes, proto_s * 1e3, proto_bytes);
   return 0;
 }
