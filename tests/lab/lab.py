@@ -444,7 +444,14 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
                 tiers.setdefault(m.get("source"), {})[(fam, m.get("cgroup"))] = v
         probes = sorted({(m.get("probe"), m.get("attach")) for m, v in p.query(
             f"max_over_time(sockpressure_probe_attached{{lab_agent='{name}'}}{rng}) == 1")})
-        res["agent_tiers"][name] = {"tiers": tiers, "probes": probes}
+        # In-kernel cost per program run (kernel.bpf_stats_enabled=1 in the guest): ns per event.
+        cost = {}
+        for m, v in p.query(f"increase(sockpressure_bpf_program_run_seconds_total{{lab_agent='{name}'}}{rng})"):
+            runs = p.scalar(f"increase(sockpressure_bpf_program_runs_total{{lab_agent='{name}',"
+                            f"program='{m.get('program')}'}}{rng})")
+            if runs:
+                cost[m.get("program")] = (v * 1e9 / runs, runs)
+        res["agent_tiers"][name] = {"tiers": tiers, "probes": probes, "cost": cost}
     res["tiers_json"] = {n: {"probes": a["probes"], "tiers": {t: {f"{fam} {cg}": v for (fam, cg), v in vals.items()}
                                                               for t, vals in a["tiers"].items()}}
                          for n, a in res["agent_tiers"].items()}
@@ -687,6 +694,14 @@ def report(args, results, ck, total_s):
         add("\neBPF probes attached: " + "; ".join(
             f"{run}/{n}: " + ", ".join(f"{p}={a}" for p, a in d.get("probes", []))
             for run, r in results.items() for n, d in r.get("agent_tiers", {}).items()))
+    if args.agent:
+        add("\n### eBPF per-event cost (in-kernel, `kernel.bpf_stats_enabled=1` in the guest, under TCG)\n")
+        add("| boot / agent | program | runs | ns per run |")
+        add("|---|---|---|---|")
+        for run, r in results.items():
+            for n, d in r.get("agent_tiers", {}).items():
+                for prog, (ns, runs) in sorted(d.get("cost", {}).items()):
+                    add(f"| {run} / {n} | `{prog}` | {runs:.0f} | {ns:.0f} |")
     fails = ck.failed()
     miss_rows = [r for r in ck.rows if r[2] is None]
     add(f"\n{len([r for r in ck.rows if r[2]])} checks passed, {len(fails)} failed, "
