@@ -21,10 +21,13 @@ for c in bpf sock_diag; do
 done
 
 status=0
-for tree in v2 v2_619 hybrid v1 nosocket broken; do
+for tree in v2 v2_619 hybrid v1 nosocket broken k8s; do
   port="$(free_port)"
+  k8s=()
+  # The Kubernetes node gets pod names from a kubelet pod list (tests/identity fixtures).
+  [ "$tree" = k8s ] && k8s=(--kubelet.pods-file="$REPO_ROOT/tests/identity/fixtures/pods-containerd.json")
   start_agent "$port" --path.procfs="$FIXTURES/$tree/proc" --path.sysfs="$FIXTURES/$tree/sys" \
-    --path.cgroupfs="$FIXTURES/$tree/cgroup" "${extra[@]}"
+    --path.cgroupfs="$FIXTURES/$tree/cgroup" "${extra[@]}" "${k8s[@]}"
   curl -fsS "http://127.0.0.1:$port/metrics" >"$WORK/$tree.raw"
   promtool check metrics <"$WORK/$tree.raw" >"$WORK/$tree.lint" 2>&1 || { cat "$WORK/$tree.lint"; fail "promtool rejected $tree"; }
   normalize <"$WORK/$tree.raw" >"$WORK/$tree.txt"
