@@ -3,6 +3,7 @@
 // memcg->socket_pressure -> tcp_under_memory_pressure()).
 //
 // Data flows one way: sources -> sampler -> state -> snapshot -> outputs.
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
@@ -64,6 +65,20 @@ std::string Hostname() {
   char buf[256] = {0};
   if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
   return buf;
+}
+
+// Splits a comma list of eBPF attach types; false (after saying why) when
+// one is not in `allowed`.
+bool ParseAttachList(const char* flag, const std::string& text, std::initializer_list<absl::string_view> allowed,
+                     std::vector<std::string>* out) {
+  *out = absl::StrSplit(text, ',', absl::SkipEmpty());
+  for (const std::string& a : *out) {
+    if (std::find(allowed.begin(), allowed.end(), a) == allowed.end()) {
+      std::fprintf(stderr, "sockpressure_exporter: --%s: unknown attach type '%s'\n", flag, a.c_str());
+      return false;
+    }
+  }
+  return true;
 }
 
 int Run(int argc, char** argv) {
@@ -181,19 +196,11 @@ int Run(int argc, char** argv) {
   ctx.paths = opt.paths;
   ctx.max_cgroups = static_cast<size_t>(opt.cgroup_max);
   ctx.interval_seconds = absl::ToDoubleSeconds(opt.interval);
-  ctx.bpf_vmpressure_attach = absl::StrSplit(opt.bpf_vmpressure_attach, ',', absl::SkipEmpty());
-  ctx.bpf_clamps_attach = absl::StrSplit(opt.bpf_clamps_attach, ',', absl::SkipEmpty());
-  for (const std::string& a : ctx.bpf_vmpressure_attach) {
-    if (a != "fentry" && a != "kprobe") {
-      std::fprintf(stderr, "sockpressure_exporter: --bpf.vmpressure-attach: unknown attach type '%s'\n", a.c_str());
-      return 2;
-    }
-  }
-  for (const std::string& a : ctx.bpf_clamps_attach) {
-    if (a != "fexit" && a != "kprobe" && a != "tp_btf" && a != "raw_tp") {
-      std::fprintf(stderr, "sockpressure_exporter: --bpf.clamps-attach: unknown attach type '%s'\n", a.c_str());
-      return 2;
-    }
+  if (!ParseAttachList("bpf.vmpressure-attach", opt.bpf_vmpressure_attach, {"fentry", "kprobe"},
+                       &ctx.bpf_vmpressure_attach) ||
+      !ParseAttachList("bpf.clamps-attach", opt.bpf_clamps_attach, {"fexit", "kprobe", "tp_btf", "raw_tp"},
+                       &ctx.bpf_clamps_attach)) {
+    return 2;
   }
   std::vector<std::unique_ptr<Source>> sources;
   std::vector<std::string> enabled;

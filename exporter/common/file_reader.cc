@@ -7,9 +7,7 @@
 #include <unistd.h>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 
 namespace sockpressure {
 
@@ -41,21 +39,6 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
     out.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
-  return out;
-}
-
-absl::StatusOr<uint64_t> ReadUint64File(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFileToString(path);
-  if (!text.ok()) return text.status();
-  absl::string_view v = absl::StripAsciiWhitespace(*text);
-  if (v == "max") return UINT64_MAX;
-  uint64_t out = 0;
-  if (!absl::SimpleAtoi(v, &out)) {
-    // v1 limits may be "-1" on some kernels; treat negatives as unlimited.
-    int64_t signed_value = 0;
-    if (absl::SimpleAtoi(v, &signed_value) && signed_value < 0) return UINT64_MAX;
-    return absl::DataLossError(absl::StrCat(path, ": not an integer: '", v.substr(0, 40), "'"));
-  }
   return out;
 }
 

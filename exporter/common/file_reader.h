@@ -16,10 +16,6 @@ namespace sockpressure {
 // Thread-safe: no shared state.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
-// Reads a file that holds one unsigned integer, or the word "max" (cgroup v2
-// limits), which is returned as UINT64_MAX.
-absl::StatusOr<uint64_t> ReadUint64File(const std::string& path);
-
 // Joins path components with exactly one '/' between them.
 std::string JoinPath(absl::string_view a, absl::string_view b);
 

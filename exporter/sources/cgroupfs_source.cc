@@ -86,7 +86,7 @@ uint64_t NormalizeV1Limit(uint64_t v) { return v >= (uint64_t{1} << 62) ? UINT64
 struct SlowValues {
   uint64_t id = 0;
   std::optional<uint64_t> memory_current, memory_max, memory_high, memory_low, memory_min;
-  std::optional<uint64_t> swap_current, swap_max, events_oom_kill, events_high, events_max;
+  std::optional<uint64_t> swap_current, swap_max, events_oom_kill;
   std::optional<PsiLine> psi_some, psi_full;
   std::optional<uint64_t> kmem_tcp_usage, kmem_tcp_limit, kmem_tcp_failcnt;
   std::optional<uint64_t> sock_throttled_local;
@@ -195,8 +195,6 @@ void CgroupfsSource::ReadSlowFiles(int dirfd, const CgroupReading& c, SlowValues
   if (ReadAt(dirfd, "memory.events", buf_, e)) {
     FlatKeyed ev = ParseFlatKeyed(buf_);
     v.events_oom_kill = ev.Get("oom_kill");
-    v.events_high = ev.Get("high");
-    v.events_max = ev.Get("max");
     if (!ev.bad_lines.empty()) NoteMalformed(absl::StrCat(c.path, "/memory.events: malformed"));
   }
   if (ReadAt(dirfd, "memory.events.local", buf_, e)) {
@@ -239,8 +237,6 @@ bool CgroupfsSource::ReadCgroup(int dirfd, bool slow_pass, CgroupReading& c) {
   c.swap_max = v.swap_max;
   if (!c.v1) c.swap_bytes = v.swap_current;
   c.events_oom_kill = v.events_oom_kill;
-  c.events_high = v.events_high;
-  c.events_max = v.events_max;
   c.sock_throttled_local = v.sock_throttled_local;
   c.psi_some = v.psi_some;
   c.psi_full = v.psi_full;

@@ -39,7 +39,7 @@ struct CgroupReading {
   std::optional<uint64_t> memory_current, memory_max, memory_high, memory_low, memory_min;
   std::optional<uint64_t> swap_current, swap_max;
   // memory.events (hierarchical) and memory.events.local.
-  std::optional<uint64_t> events_oom_kill, events_high, events_max;
+  std::optional<uint64_t> events_oom_kill;
   std::optional<uint64_t> sock_throttled_local;  // 6.19+
   // memory.pressure.
   std::optional<PsiLine> psi_some, psi_full;
