@@ -14,20 +14,29 @@
  * subsys[memory] is NULL). Order: BPF_CGROUP_ITER_DESCENDANTS_PRE. */
 #include "sp_common.bpf.h"
 
-/* Set by the agent when the walk no longer fits one read(): cgroup_iter
- * cannot resume a walk across read() calls (cgroup_iter_seq_start returns
- * -EOPNOTSUPP for *pos > 0), so only cgroups that ever had socket pressure
- * are written out then. */
-bool only_pressured = false;
+/* Walk generation, bumped by the agent (mmaped .bss) before each walk. */
+__u64 gen = 0; /* __u64, not u64: the skeleton header names this type */
+
+/* cgroup id -> state at the last walk. The records go to a map rather than
+ * the seq_file because cgroup_iter cannot resume a walk across read() calls
+ * (cgroup_iter_seq_start returns -EOPNOTSUPP for *pos > 0), so a walk that
+ * wrote more than one read() buffer of records (a few hundred cgroups) failed.
+ * The map holds up to SP_MAX_CGROUPS; the seq_file stays empty. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_MAX_CGROUPS);
+	__type(key, u64);
+	__type(value, struct sp_memcg_state);
+} memcg_state SEC(".maps");
 
 SEC("iter/cgroup")
 int memcg_iter(struct bpf_iter__cgroup *ctx)
 {
-	struct seq_file *seq = ctx->meta->seq;
 	struct cgroup *cgrp = ctx->cgroup;
 	struct cgroup_subsys_state *css;
 	struct mem_cgroup *memcg;
-	struct sp_memcg_rec rec = {};
+	struct sp_memcg_state rec = {};
+	u64 id;
 	int idx;
 
 	if (!cgrp) /* end of walk (the iterator calls us once more with NULL) */
@@ -35,21 +44,21 @@ int memcg_iter(struct bpf_iter__cgroup *ctx)
 	stat_inc(SP_STAT_RUNS);
 	idx = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
 	css = BPF_CORE_READ(cgrp, subsys[idx]);
-	rec.cgroup_id = BPF_CORE_READ(cgrp, kn, id);
-	rec.now = bpf_jiffies64();
-	if (css) {
-		memcg = (void *)css - bpf_core_field_offset(struct mem_cgroup, css);
-		rec.flags |= SP_REC_HAS_MEMCG;
-		rec.deadline = memcg_deadline(memcg);
-		if (bpf_core_field_size(memcg->socket_pressure) == 4 &&
-		    !bpf_core_field_exists(((struct mem_cgroup___u64 *)memcg)->socket_pressure))
-			rec.flags |= SP_REC_DEADLINE_32;
-		if (bpf_core_field_exists(memcg->tcpmem_pressure) && BPF_CORE_READ(memcg, tcpmem_pressure))
-			rec.flags |= SP_REC_TCPMEM_PRESSURE;
-	}
-	if (only_pressured && !rec.deadline && !(rec.flags & SP_REC_TCPMEM_PRESSURE))
+	if (!css) /* a cgroup without the memory controller has no deadline */
 		return 0;
-	bpf_seq_write(seq, &rec, sizeof(rec));
+	id = BPF_CORE_READ(cgrp, kn, id);
+	memcg = (void *)css - bpf_core_field_offset(struct mem_cgroup, css);
+	rec.now = bpf_jiffies64();
+	rec.gen = gen;
+	rec.flags = SP_REC_HAS_MEMCG;
+	rec.deadline = memcg_deadline(memcg);
+	if (bpf_core_field_size(memcg->socket_pressure) == 4 &&
+	    !bpf_core_field_exists(((struct mem_cgroup___u64 *)memcg)->socket_pressure))
+		rec.flags |= SP_REC_DEADLINE_32;
+	if (bpf_core_field_exists(memcg->tcpmem_pressure) && BPF_CORE_READ(memcg, tcpmem_pressure))
+		rec.flags |= SP_REC_TCPMEM_PRESSURE;
+	if (bpf_map_update_elem(&memcg_state, &id, &rec, BPF_ANY))
+		stat_inc(SP_STAT_LOST); /* more memory cgroups than SP_MAX_CGROUPS */
 	return 0;
 }
 

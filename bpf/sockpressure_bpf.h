@@ -55,4 +55,32 @@ struct sp_reclaim_val {
 	sp_u64 last_remaining_jiffies; /* deadline - jiffies at the last assertion */
 };
 
+/* Census of TCP sockets (iter/tcp), aggregated in the kernel per cgroup.
+ * Sockets charged to a memcg (sk->sk_memcg) are keyed by that memcg's cgroup
+ * id; the others (root memcg, v1 without kmem.tcp accounting, nosocket) by
+ * the id of their cgroup v2 cgroup (sk_cgrp_data), 0 when unknown, which the
+ * agent maps to a memory cgroup as it does for sock_diag. */
+struct sp_census_key {
+	sp_u64 id;
+	sp_u32 kind; /* SP_CENSUS_* */
+	sp_u32 pad;
+};
+#define SP_CENSUS_MEMCG 1u
+#define SP_CENSUS_UNIFIED 2u
+struct sp_census_val {
+	sp_u64 sockets, clamped;
+};
+
+/* Per-cgroup socket-pressure state written by the iter/cgroup program into a
+ * hash map (not the seq_file: cgroup_iter cannot resume a walk across read()
+ * calls, which capped the walk at one buffer of records). `gen` is the walk
+ * that last saw the cgroup; older entries belong to removed cgroups. */
+struct sp_memcg_state {
+	sp_u64 deadline;   /* memcg->socket_pressure (jiffies), 0 if never set */
+	sp_u64 now;        /* bpf_jiffies64() when the cgroup was visited */
+	sp_u64 gen;        /* walk generation (set by the agent in .bss) */
+	sp_u32 flags;      /* SP_REC_* */
+	sp_u32 pad;
+};
+
 #endif /* SOCKPRESSURE_BPF_H */

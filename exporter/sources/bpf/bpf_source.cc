@@ -242,7 +242,11 @@ class BpfSourceImpl final : public BpfSource {
   void LogSetUp();
   void CollectIter(Sample& sample);
   void CollectVmpressure(Sample& sample);
-  bool RunIter(std::vector<sp_memcg_rec>& recs, std::string* err);
+  struct IterRecord {
+    uint64_t cgroup_id;
+    sp_memcg_state state;
+  };
+  bool RunIter(std::vector<IterRecord>& recs, std::string* err);
 
   BpfOptions opt_;
   bool v1_ = false;
@@ -261,7 +265,8 @@ class BpfSourceImpl final : public BpfSource {
 
   sp_memcg_iter* iter_ = nullptr;
   bpf_link* iter_link_ = nullptr;
-  bool iter_emit_all_ok_ = true;
+  uint64_t iter_gen_ = 0;
+  bool iter_error_logged_ = false;
   std::vector<uint64_t> last_iter_ids_;
   struct IterState {
     uint64_t deadline = 0, now = 0;
@@ -391,14 +396,14 @@ void BpfSourceImpl::SetUpIter() {
   probes_.push_back({"socket_pressure", attach, true});
   if (hz_ == 0) {
     // No kernel config to read CONFIG_HZ from: measure jiffies per second.
-    std::vector<sp_memcg_rec> a, b;
+    std::vector<IterRecord> a, b;
     std::string err_text;
     double t0 = MonotonicSeconds();
     if (RunIter(a, &err_text) && !a.empty()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       double t1 = MonotonicSeconds();
       if (RunIter(b, &err_text) && !b.empty()) {
-        hz_ = RoundToKernelHz(static_cast<double>(b[0].now - a[0].now) / (t1 - t0)).value_or(0);
+        hz_ = RoundToKernelHz(static_cast<double>(b[0].state.now - a[0].state.now) / (t1 - t0)).value_or(0);
       }
     }
     if (hz_ == 0) {
@@ -494,57 +499,60 @@ void BpfSourceImpl::LogSetUp() {
   for (const std::string& s : skipped_) SP_LOG_INFO("eBPF tier skipped: ", s);
 }
 
-bool BpfSourceImpl::RunIter(std::vector<sp_memcg_rec>& recs, std::string* err) {
+bool BpfSourceImpl::RunIter(std::vector<IterRecord>& recs, std::string* err) {
   recs.clear();
+  const uint64_t gen = ++iter_gen_;
+  iter_->bss->gen = gen;  // mmaped .bss: seen by the next walk
   int fd = bpf_iter_create(bpf_link__fd(iter_link_));
   if (fd < 0) {
     *err = absl::StrCat("bpf_iter_create: ", Errno(errno));
     return false;
   }
-  std::vector<char> buf;
-  char chunk[16384];
+  // The walk runs inside read(); the program writes to the memcg_state map,
+  // not to the seq_file, so read() returns 0 at the end of the walk.
+  char sink[64];
   for (;;) {
-    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    ssize_t n = ::read(fd, sink, sizeof sink);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      // kernel/bpf/cgroup_iter.c cannot resume a walk across read() calls
-      // (-EOPNOTSUPP once the seq buffer filled up): too many cgroups.
       *err = absl::StrCat("iterator read: ", Errno(errno));
       ::close(fd);
       return false;
     }
     if (n == 0) break;
-    buf.insert(buf.end(), chunk, chunk + n);
   }
   ::close(fd);
-  size_t count = buf.size() / sizeof(sp_memcg_rec);
-  recs.resize(count);
-  if (count) std::memcpy(recs.data(), buf.data(), count * sizeof(sp_memcg_rec));
+  std::vector<uint64_t> stale;
+  const int map_fd = bpf_map__fd(iter_->maps.memcg_state);
+  ReadHashMap<sp_memcg_state>(map_fd, [&](uint64_t id, const sp_memcg_state& v) {
+    if (v.gen == gen) {
+      recs.push_back({id, v});
+    } else {
+      stale.push_back(id);  // not visited by this walk: the cgroup is gone
+    }
+  });
+  for (uint64_t id : stale) bpf_map_delete_elem(map_fd, &id);
   return true;
 }
 
 void BpfSourceImpl::CollectIter(Sample& sample) {
-  std::vector<sp_memcg_rec> recs;
+  std::vector<IterRecord> recs;
   std::string err;
   if (!RunIter(recs, &err)) {
-    if (iter_emit_all_ok_ && iter_->bss) {
-      // Too many cgroups for one walk: from now on only cgroups that ever
-      // had a deadline (or v1 tcpmem pressure) are written out.
-      iter_emit_all_ok_ = false;
-      iter_->bss->only_pressured = true;
-      SP_LOG_INFO("cgroup iterator: ", err, "; reporting only cgroups that had socket pressure");
-      if (!RunIter(recs, &err)) return;
-    } else {
-      return;
+    if (!iter_error_logged_) {
+      iter_error_logged_ = true;
+      SP_LOG_WARN("cgroup iterator: ", err, "; socket pressure falls back to the next tier");
     }
+    return;
   }
   last_iter_ids_.clear();
   const uint64_t hz = static_cast<uint64_t>(hz_);
-  for (const sp_memcg_rec& r : recs) {
-    last_iter_ids_.push_back(r.cgroup_id);
+  for (const IterRecord& rec : recs) {
+    const sp_memcg_state& r = rec.state;
+    last_iter_ids_.push_back(rec.cgroup_id);
     if (!(r.flags & SP_REC_HAS_MEMCG)) continue;
     auto live = [&](uint64_t now, uint64_t deadline) { return deadline != 0 && static_cast<int64_t>(now - deadline) < 0; };
-    auto [it, fresh] = iter_state_.try_emplace(r.cgroup_id);
+    auto [it, fresh] = iter_state_.try_emplace(rec.cgroup_id);
     IterState& s = it->second;
     if (fresh) {
       // First sight: a live deadline was asserted within the last HZ.
@@ -569,7 +577,7 @@ void BpfSourceImpl::CollectIter(Sample& sample) {
     s.deadline = r.deadline;
     s.now = r.now;
     s.st.active = live(r.now, r.deadline) || (r.flags & SP_REC_TCPMEM_PRESSURE);
-    sample.pressure[Tier::kIter][r.cgroup_id] = s.st;
+    sample.pressure[Tier::kIter][rec.cgroup_id] = s.st;
   }
   sample.MarkLive(Signal::kSocketPressure, Tier::kIter);
 }

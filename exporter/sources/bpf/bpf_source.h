@@ -50,8 +50,8 @@ class BpfSource : public Source {
   virtual std::vector<uint64_t> Stats(absl::string_view probe) const = 0;
   // (program name, fd) of every loaded program, for benchmarks.
   virtual std::vector<std::pair<std::string, int>> ProgramFds() const = 0;
-  // cgroup ids the iterator reported in the last Collect() (all memory
-  // cgroups while there are few enough to fit one iterator read).
+  // Memory cgroup ids the iterator visited in the last Collect() (up to
+  // SP_MAX_CGROUPS).
   virtual std::vector<uint64_t> LastIterCgroupIds() const = 0;
 };
 
