@@ -70,6 +70,8 @@ struct sp_census_key {
 struct sp_census_val {
 	sp_u64 sockets, clamped;
 };
+/* The only bytes the census writes to its seq_file: the walk completed. */
+#define SP_CENSUS_DONE 0x73706e73646f6e65ull
 
 /* Per-cgroup socket-pressure state written by the iter/cgroup program into a
  * hash map (not the seq_file: cgroup_iter cannot resume a walk across read()

@@ -69,8 +69,20 @@ struct mem_cgroup___u64 {
 	u64 socket_pressure;
 };
 
-/* include/net/sock.h */
+/* include/net/sock.h. sock_cgroup_data holds a cgroup pointer since v5.15
+ * (8520e224f547); older kernels packed it into a u64 and have no `cgroup`
+ * member, which bpf_core_field_exists() detects. */
+struct sock_common {
+	unsigned short skc_family;
+	unsigned char skc_state;
+};
+struct sock_cgroup_data {
+	struct cgroup *cgroup;
+};
 struct sock {
+	struct sock_common __sk_common;
+	int sk_rcvbuf;
+	struct sock_cgroup_data sk_cgrp_data;
 	struct mem_cgroup *sk_memcg;
 };
 
@@ -79,6 +91,7 @@ struct sock {
 struct tcp_sock {
 	u32 rcv_ssthresh;
 	u16 advmss;
+	u64 bytes_received;
 };
 
 /* kernel/bpf/cgroup_iter.c */
@@ -91,6 +104,13 @@ struct bpf_iter_meta {
 struct bpf_iter__cgroup {
 	struct bpf_iter_meta *meta;
 	struct cgroup *cgroup;
+};
+
+/* net/ipv4/tcp_ipv4.c (v5.9+): one call per socket of the iterator's
+ * network namespace, IPv4 and IPv6 alike (both live in tcp_hashinfo). */
+struct bpf_iter__tcp {
+	struct bpf_iter_meta *meta;
+	struct sock_common *sk_common;
 };
 
 #pragma clang attribute pop

@@ -196,6 +196,8 @@ int Run(int argc, char** argv) {
   ctx.paths = opt.paths;
   ctx.max_cgroups = static_cast<size_t>(opt.cgroup_max);
   ctx.interval_seconds = absl::ToDoubleSeconds(opt.interval);
+  ctx.all_tiers = opt.all_tiers;
+  ctx.bpf_enabled = opt.collectors["bpf"];
   if (!ParseAttachList("bpf.vmpressure-attach", opt.bpf_vmpressure_attach, {"fentry", "kprobe"},
                        &ctx.bpf_vmpressure_attach) ||
       !ParseAttachList("bpf.clamps-attach", opt.bpf_clamps_attach, {"fexit", "kprobe", "tp_btf", "raw_tp"},

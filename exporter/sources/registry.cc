@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "exporter/sources/bpf/bpf_source.h"
+#include "exporter/sources/bpf/tcp_census_source.h"
 #include "exporter/sources/cgroupfs_source.h"
 #include "exporter/sources/procfs_sources.h"
 #include "exporter/sources/sock_diag/sock_diag_source.h"
@@ -38,8 +39,10 @@ const std::vector<SourceRegistration>& RegisteredSources() {
        [](const SourceContext&) { return EnableBpfProbe("bpf_clamps"); }},
       {"bpf", true, "all eBPF tiers (falls back per signal; off without root or BTF)",
        [](const SourceContext& ctx) { return NewBpfSourceFromFlags(ctx); }},
+      {"bpf_census", true, "eBPF TCP iterator census of clamped sockets per cgroup, in every network namespace",
+       [](const SourceContext& ctx) { return NewBpfCensusSource(ctx); }},
       {"sock_diag", true, "TCP socket census per cgroup via inet_diag, in every network namespace",
-       [](const SourceContext& ctx) { return NewSockDiagSource(ctx.paths); }},
+       [](const SourceContext& ctx) { return NewSockDiagSource(ctx.paths, ctx.all_tiers); }},
   };
   return sources;
 }

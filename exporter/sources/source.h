@@ -42,6 +42,10 @@ struct SourceContext {
   // --bpf.vmpressure-attach / --bpf.clamps-attach: attach types to try, best
   // first (empty = the built-in order). Lets the lab verify every tier.
   std::vector<std::string> bpf_vmpressure_attach, bpf_clamps_attach;
+  // --signal.all-tiers: every tier collects even when a better one is live.
+  bool all_tiers = false;
+  // --[no-]collector.bpf: off also turns off bpf_census (no eBPF at all).
+  bool bpf_enabled = true;
 };
 
 using SourceFactory = std::function<std::unique_ptr<Source>(const SourceContext&)>;

@@ -44,7 +44,15 @@ if grep -q 'eBPF tiers unavailable: not built in' "$TMP/log"; then
 fi
 has '^sockpressure_probe_attached{probe="window_clamps",attach="[a-z_]*"} 1$'
 has '^sockpressure_signal_source{signal="window_clamps",source="\(fentry\|kprobe\|tp_btf\|raw_tp\)"} 1$'
-has '^sockpressure_signal_source{signal="clamped_sockets",source="sock_diag"} 1$'
+# The census: the in-kernel TCP iterator where the kernel has it (5.9+),
+# and then sock_diag does not dump at all; else sock_diag.
+if grep -q '^sockpressure_probe_attached{probe="tcp_census",attach="iter"} 1$' "$TMP/m"; then
+  has '^sockpressure_signal_source{signal="clamped_sockets",source="iter"} 1$'
+  grep -q 'sock_diag: census comes from the eBPF TCP iterator' "$TMP/log" || fail "sock_diag skip not logged"
+else
+  has '^sockpressure_signal_source{signal="clamped_sockets",source="sock_diag"} 1$'
+  grep -q 'eBPF TCP census off: ' "$TMP/log" || fail "census iterator refusal not logged"
+fi
 if grep -q 'probe="vmpressure",attach="fentry"} 0' "$TMP/m"; then
   grep -q 'eBPF tier skipped: vmpressure/fentry' "$TMP/log" || fail "fentry refusal not logged"
 fi
@@ -62,5 +70,8 @@ P=$(port 2)
 start "$P" --no-collector.bpf
 has '^sockpressure_signal_source{signal="window_clamps",source="none"} 1$'
 has '^sockpressure_signal_source{signal="clamped_sockets",source="sock_diag"} 1$'
+# --no-collector.bpf means no eBPF at all: the census iterator is off too.
+grep -q 'bpf_census' "$TMP/log" && fail "bpf_census ran with --no-collector.bpf"
+grep -q 'probe="tcp_census"' "$TMP/m" && fail "tcp_census reported with --no-collector.bpf"
 stop
 echo "PASS"

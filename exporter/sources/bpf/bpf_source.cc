@@ -27,6 +27,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "exporter/sources/bpf/bpf_maps.h"
 #include "clamps.skel.h"
 #include "memcg_iter.skel.h"
 #include "sockpressure_bpf.h"
@@ -96,67 +97,6 @@ bool KallsymsHas(const std::string& procfs, absl::string_view sym) {
   // "addr T sym\n" or "addr t sym\t[module]\n"
   return text->find(absl::StrCat(" T", needle)) != std::string::npos ||
          text->find(absl::StrCat(" t", needle)) != std::string::npos;
-}
-
-// Sums one SP_STAT_* slot of a per-CPU stats array over all CPUs.
-std::vector<uint64_t> ReadStats(int fd) {
-  std::vector<uint64_t> out(SP_STAT_NR, 0);
-  int ncpu = libbpf_num_possible_cpus();
-  if (fd < 0 || ncpu <= 0) return out;
-  std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpu));
-  for (uint32_t slot = 0; slot < SP_STAT_NR; ++slot) {
-    if (bpf_map_lookup_elem(fd, &slot, per_cpu.data()) != 0) continue;
-    for (uint64_t v : per_cpu) out[slot] += v;
-  }
-  return out;
-}
-
-// Reads a u64-keyed hash map: batched (one syscall per `chunk` entries,
-// kernel 5.6+) and, where batching is refused, key by key.
-template <typename V, typename Fn>
-int ReadHashMap(int fd, Fn&& fn) {
-  constexpr uint32_t chunk = 1024;
-  std::vector<uint64_t> keys(chunk);
-  std::vector<V> values(chunk);
-  uint64_t in_batch = 0, out_batch = 0;
-  bool first = true;
-  int total = 0;
-  for (;;) {
-    uint32_t count = chunk;
-    LIBBPF_OPTS(bpf_map_batch_opts, opts);
-    int err = bpf_map_lookup_batch(fd, first ? nullptr : &in_batch, &out_batch, keys.data(), values.data(), &count,
-                                   &opts);
-    int e = err ? errno : 0;
-    if (err && e != ENOENT) {
-      if (!first) return total;  // map changed under us; next sample re-reads
-      break;                     // batch ops unsupported: fall back below
-    }
-    for (uint32_t i = 0; i < count; ++i) fn(keys[i], values[i]);
-    total += static_cast<int>(count);
-    if (e == ENOENT) return total;
-    in_batch = out_batch;
-    first = false;
-  }
-  uint64_t key = 0, next = 0;
-  const uint64_t* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    V v{};
-    if (bpf_map_lookup_elem(fd, &next, &v) == 0) {
-      fn(next, v);
-      ++total;
-    }
-    key = next;
-    prev = &key;
-  }
-  return total;
-}
-
-void AddProgramStats(Sample& sample, const std::string& name, bpf_program* prog) {
-  if (!prog) return;
-  struct bpf_prog_info info = {};
-  uint32_t len = sizeof info;
-  if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) != 0) return;
-  sample.program_stats.push_back({name, info.run_cnt, info.run_time_ns});
 }
 
 // ---------------------------------------------------------------------------

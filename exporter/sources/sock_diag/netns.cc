@@ -64,8 +64,8 @@ std::vector<NetnsRef> ListNetworkNamespaces(const std::string& procfs, const std
   return out;
 }
 
-std::vector<int> OpenSocketsInNamespaces(const std::vector<NetnsRef>& namespaces, int domain, int type,
-                                         int protocol, std::string* first_error) {
+std::vector<int> OpenInNamespaces(const std::vector<NetnsRef>& namespaces,
+                                  const std::function<int(std::string* err)>& open, std::string* first_error) {
   std::vector<int> fds(namespaces.size(), -1);
   // setns() changes only the calling thread's namespace; doing it on a
   // thread that exits right after keeps every other thread where it was.
@@ -86,12 +86,25 @@ std::vector<int> OpenSocketsInNamespaces(const std::vector<NetnsRef>& namespaces
           continue;
         }
       }
-      fds[i] = ::socket(domain, type | SOCK_CLOEXEC, protocol);
-      if (fds[i] < 0 && first_error->empty()) *first_error = absl::StrCat("socket: ", std::strerror(errno));
+      std::string err;
+      fds[i] = open(&err);
+      if (fds[i] < 0 && first_error->empty()) *first_error = err;
     }
   });
   worker.join();
   return fds;
+}
+
+std::vector<int> OpenSocketsInNamespaces(const std::vector<NetnsRef>& namespaces, int domain, int type,
+                                         int protocol, std::string* first_error) {
+  return OpenInNamespaces(
+      namespaces,
+      [&](std::string* err) {
+        int fd = ::socket(domain, type | SOCK_CLOEXEC, protocol);
+        if (fd < 0) *err = absl::StrCat("socket: ", std::strerror(errno));
+        return fd;
+      },
+      first_error);
 }
 
 }  // namespace sockpressure

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,13 @@ struct NetnsRef {
 // by inode. The caller's own namespace is first.
 std::vector<NetnsRef> ListNetworkNamespaces(const std::string& procfs,
                                             const std::vector<std::string>& run_netns_dirs = {"/run/netns"});
+
+// Calls open() once inside each namespace (in order), from a dedicated
+// thread that setns()-es there, and returns what it returned: an fd bound to
+// that namespace (a netlink socket, a BPF iterator), or -1 with *err set.
+// Entries are -1 also where the namespace vanished or setns() was refused.
+std::vector<int> OpenInNamespaces(const std::vector<NetnsRef>& namespaces,
+                                  const std::function<int(std::string* err)>& open, std::string* first_error);
 
 // Opens one socket(domain, type, protocol) inside each namespace (in order),
 // from a dedicated thread. Entries are -1 where the namespace vanished or

@@ -25,6 +25,7 @@
 #include "exporter/sources/bpf/capabilities.h"
 #include "exporter/sources/bpf/kernel_probe.h"
 #include "exporter/sources/cgroupfs_source.h"
+#include "exporter/sources/sock_diag/cgroup_mapper.h"
 #include "exporter/sources/sock_diag/netns.h"
 
 namespace sockpressure {
@@ -108,88 +109,10 @@ absl::Status DumpFamily(int fd, int family, const std::function<void(const TcpSo
   }
 }
 
-// Maps unified-hierarchy cgroup ids (INET_DIAG_CGROUP_ID) to the memory
-// cgroups of the sample.
-//   v2: the id is a CgroupReading id unless the socket sits in a child
-//       without the memory controller; then its nearest memory ancestor.
-//   hybrid (memory on v1): unified ids are a different id space. The socket's
-//       unified path is matched against the v1 memory tree (systemd and
-//       container runtimes mirror paths); the deepest existing v1 ancestor
-//       wins, "/" as the last resort.
-class CgroupMapper {
- public:
-  explicit CgroupMapper(std::string cgroupfs) : cgroupfs_(std::move(cgroupfs)) {}
-
-  void Begin(const Sample& sample) {
-    by_path_.clear();
-    for (const CgroupReading& c : sample.cgroups) by_path_[c.path] = c.id;
-    MemoryHierarchy h = DetectMemoryHierarchy(cgroupfs_);
-    unified_root_ = !h.v1 ? h.root : JoinPath(cgroupfs_, "unified");
-    if (h.v1 && !IsDir(unified_root_)) unified_root_.clear();
-    if (h.root.empty()) unified_root_.clear();
-    rescanned_ = false;
-    v1_ = h.v1;
-  }
-
-  // Returns the memory cgroup id, or 0 when there are no memory cgroups.
-  uint64_t Map(uint64_t id2, const Sample& sample) {
-    if (sample.cgroups.empty()) return 0;
-    if (!v1_ && sample.IndexOfId(id2) >= 0) return id2;
-    auto it = paths_.find(id2);
-    if (it == paths_.end() && !rescanned_) {
-      Rescan();
-      it = paths_.find(id2);
-    }
-    if (it == paths_.end()) return sample.cgroups[0].id;  // unknown (e.g. net_cls id 1): root
-    std::string p = it->second;
-    for (;;) {
-      auto m = by_path_.find(p);
-      if (m != by_path_.end()) return m->second;
-      if (p == "/") return sample.cgroups[0].id;
-      size_t slash = p.rfind('/');
-      p = slash == 0 ? "/" : p.substr(0, slash);
-    }
-  }
-  bool v1() const { return v1_; }
-
- private:
-  static bool IsDir(const std::string& p) {
-    struct stat st;
-    return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-  }
-  // Walks the unified tree once: directory inode -> path. At most once per
-  // sample, and only when an id is unknown (new cgroups).
-  void Rescan() {
-    rescanned_ = true;
-    if (unified_root_.empty()) return;
-    paths_.clear();
-    std::deque<std::string> queue{"/"};
-    while (!queue.empty() && paths_.size() < 200000) {
-      std::string rel = std::move(queue.front());
-      queue.pop_front();
-      std::string abs = rel == "/" ? unified_root_ : unified_root_ + rel;
-      struct stat st;
-      if (::stat(abs.c_str(), &st) != 0) continue;
-      paths_[st.st_ino] = rel;
-      DIR* d = ::opendir(abs.c_str());
-      if (!d) continue;
-      while (struct dirent* de = ::readdir(d)) {
-        if (de->d_name[0] == '.' || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)) continue;
-        queue.push_back(rel == "/" ? absl::StrCat("/", de->d_name) : absl::StrCat(rel, "/", de->d_name));
-      }
-      ::closedir(d);
-    }
-  }
-
-  std::string cgroupfs_, unified_root_;
-  bool v1_ = false, rescanned_ = false;
-  std::unordered_map<std::string, uint64_t> by_path_;
-  std::unordered_map<uint64_t, std::string> paths_;
-};
-
 class SockDiagSource final : public Source {
  public:
-  explicit SockDiagSource(const Paths& paths) : paths_(paths), mapper_(paths.cgroupfs) {
+  SockDiagSource(const Paths& paths, bool all_tiers)
+      : paths_(paths), mapper_(paths.cgroupfs), all_tiers_(all_tiers) {
     // Entering other network namespaces: setns(CLONE_NEWNET) needs
     // CAP_SYS_ADMIN, opening other users' /proc/PID/ns/net CAP_SYS_PTRACE.
     NeedCapabilities(CapBit(CAP_SYS_ADMIN) | CapBit(CAP_SYS_PTRACE), "sock_diag in other network namespaces");
@@ -198,6 +121,14 @@ class SockDiagSource final : public Source {
 
   absl::Status Collect(Sample& sample) override {
     DropUnneededCapabilities();  // no-op after the first call
+    if (!all_tiers_ && sample.IsLive(Signal::kClampedSockets, Tier::kIter)) {
+      if (!logged_skip_) {
+        logged_skip_ = true;
+        SP_LOG_INFO("sock_diag: census comes from the eBPF TCP iterator; inet_diag dumps skipped");
+      }
+      return absl::OkStatus();
+    }
+    logged_skip_ = false;  // say it again if the iterator fails and comes back
     RawCensus raw = CensusAllNamespaces(paths_, true);
     if (raw.namespaces == raw.namespaces_failed) {
       return absl::UnavailableError(absl::StrCat("sock_diag: ", raw.first_error));
@@ -228,7 +159,8 @@ class SockDiagSource final : public Source {
  private:
   Paths paths_;
   CgroupMapper mapper_;
-  bool logged_ = false, logged_hybrid_ = false;
+  bool all_tiers_;
+  bool logged_ = false, logged_hybrid_ = false, logged_skip_ = false;
 };
 
 }  // namespace
@@ -298,10 +230,10 @@ class NoSockDiagSource final : public Source {
   bool logged_ = false;
 };
 
-std::unique_ptr<Source> NewSockDiagSource(const Paths& paths) {
+std::unique_ptr<Source> NewSockDiagSource(const Paths& paths, bool all_tiers) {
   std::string unusable = KernelTiersUnusableReason(paths.cgroupfs);
   if (!unusable.empty()) return std::make_unique<NoSockDiagSource>(unusable);
-  return std::make_unique<SockDiagSource>(paths);
+  return std::make_unique<SockDiagSource>(paths, all_tiers);
 }
 
 }  // namespace sockpressure

@@ -48,6 +48,8 @@ struct RawCensus {
 // Census over all network namespaces (or only the caller's).
 RawCensus CensusAllNamespaces(const Paths& paths, bool all_namespaces);
 
-std::unique_ptr<Source> NewSockDiagSource(const Paths& paths);
+// Skips the dump while the eBPF census (a better tier) is live in the same
+// sample, unless all_tiers.
+std::unique_ptr<Source> NewSockDiagSource(const Paths& paths, bool all_tiers = false);
 
 }  // namespace sockpressure

@@ -1,0 +1,229 @@
+#include "exporter/sources/bpf/tcp_census_source.h"
+
+#include <linux/capability.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "exporter/common/logging.h"
+#include "exporter/sources/bpf/bpf_source.h"
+#include "exporter/sources/bpf/capabilities.h"
+#include "exporter/sources/bpf/kernel_probe.h"
+#include "exporter/sources/sock_diag/cgroup_mapper.h"
+
+#ifdef SOCKPRESSURE_WITH_BPF
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "exporter/sources/bpf/bpf_maps.h"
+#include "sockpressure_bpf.h"
+#include "tcp_census.skel.h"
+#endif
+
+namespace sockpressure {
+namespace {
+
+#ifndef CAP_BPF
+constexpr int kCapBpf = 39;
+#else
+constexpr int kCapBpf = CAP_BPF;
+#endif
+
+#ifdef SOCKPRESSURE_WITH_BPF
+
+class TcpCensusIterImpl final : public TcpCensusIter {
+ public:
+  TcpCensusIterImpl(sp_tcp_census* skel, bpf_link* link) : skel_(skel), link_(link) {}
+  ~TcpCensusIterImpl() override {
+    bpf_link__destroy(link_);
+    sp_tcp_census__destroy(skel_);
+  }
+
+  TcpCensusResult Run(const std::vector<NetnsRef>& namespaces) override {
+    TcpCensusResult out;
+    out.namespaces = namespaces.size();
+    // bpf_iter_create() binds the iterator to the creating task's network
+    // namespace (bpf_iter_init_seq_net), hence one fd per namespace, made
+    // on a thread that entered it.
+    const int link_fd = bpf_link__fd(link_);
+    std::vector<int> fds = OpenInNamespaces(
+        namespaces,
+        [&](std::string* err) {
+          int fd = bpf_iter_create(link_fd);
+          if (fd < 0) *err = absl::StrCat("bpf_iter_create: ", std::strerror(errno));
+          return fd;
+        },
+        &out.first_error);
+    for (int fd : fds) {
+      if (fd < 0) {
+        ++out.namespaces_failed;
+        continue;
+      }
+      // A walk that ended early never flushed its pending counts; they
+      // must not leak into the next namespace's walk.
+      skel_->bss->acc.sockets = 0;
+      skel_->bss->acc.clamped = 0;
+      std::string err = Walk(fd);
+      ::close(fd);
+      if (!err.empty()) {
+        ++out.namespaces_failed;
+        if (out.first_error.empty()) out.first_error = err;
+      }
+    }
+    // The map accumulated every namespace's walk: read it, then empty it
+    // for the next census.
+    const int map_fd = bpf_map__fd(skel_->maps.census);
+    std::vector<sp_census_key> seen;
+    ReadHashMap<sp_census_val, sp_census_key>(map_fd, [&](const sp_census_key& k, const sp_census_val& v) {
+      SocketCensus& c = (k.kind == SP_CENSUS_MEMCG ? out.by_memcg : out.by_cgroup2)[k.id];
+      c.sockets += v.sockets;
+      c.clamped += v.clamped;
+      out.sockets += v.sockets;
+      seen.push_back(k);
+    });
+    for (const sp_census_key& k : seen) bpf_map_delete_elem(map_fd, &k);
+    return out;
+  }
+
+  uint64_t Lost() const override { return ReadStats(bpf_map__fd(skel_->maps.stats))[SP_STAT_LOST]; }
+  int ProgramFd() const override { return bpf_program__fd(skel_->progs.tcp_census); }
+  bpf_program* Program() const { return skel_->progs.tcp_census; }
+
+ private:
+  // The walk happens inside read(); the program writes only the end marker.
+  static std::string Walk(int fd) {
+    uint64_t buf[8];
+    bool done = false;
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return absl::StrCat("iterator read: ", std::strerror(errno));
+      if (n == 0) break;
+      for (ssize_t i = 0; i + 8 <= n; i += 8) done |= buf[i / 8] == SP_CENSUS_DONE;
+    }
+    // bpf_seq_read stops a read after a million objects; a walk that ended
+    // without the marker did not see every socket.
+    return done ? "" : "TCP iterator walk ended early";
+  }
+
+  sp_tcp_census* skel_;
+  bpf_link* link_;
+};
+
+#endif  // SOCKPRESSURE_WITH_BPF
+
+class BpfCensusSource final : public Source {
+ public:
+  explicit BpfCensusSource(const SourceContext& ctx) : paths_(ctx.paths), mapper_(ctx.paths.cgroupfs) {
+    std::string unusable = KernelTiersUnusableReason(paths_.cgroupfs);
+    if (!unusable.empty()) {
+      why_ = unusable;
+      return;
+    }
+    census_ = TcpCensusIter::Open(&why_);
+    if (census_) {
+      // Iterator fds and map reads (CAP_BPF; CAP_SYS_ADMIN before 5.8),
+      // entering namespaces (CAP_SYS_ADMIN) and opening other users'
+      // /proc/PID/ns/net (CAP_SYS_PTRACE).
+      NeedCapabilities(CapBit(kCapBpf) | CapBit(CAP_SYS_ADMIN) | CapBit(CAP_SYS_PTRACE),
+                       "TCP census iterator in every network namespace");
+    }
+  }
+  absl::string_view name() const override { return "bpf_census"; }
+
+  absl::Status Collect(Sample& sample) override {
+    sample.probes.push_back({"tcp_census", census_ ? "iter" : "none", census_ != nullptr});
+    if (!census_) {
+      if (!logged_) {
+        logged_ = true;
+        SP_LOG_INFO("eBPF TCP census off: ", why_, "; the socket census comes from sock_diag");
+      }
+      return absl::OkStatus();
+    }
+    DropUnneededCapabilities();  // no-op after the first call
+    TcpCensusResult r = census_->Run(ListNetworkNamespaces(paths_.procfs));
+    if (r.namespaces == r.namespaces_failed) {
+      return absl::UnavailableError(absl::StrCat("bpf_census: ", r.first_error));
+    }
+    if (!r.first_error.empty() && !logged_) {
+      logged_ = true;
+      SP_LOG_INFO("bpf_census: ", r.namespaces_failed, " of ", r.namespaces,
+                  " network namespaces not walked (first: ", r.first_error, ")");
+    }
+    mapper_.Begin(sample);
+    auto& out = sample.census[Tier::kIter];
+    auto add = [&](uint64_t id, const SocketCensus& c) {
+      SocketCensus& dst = out[id];
+      dst.sockets += c.sockets;
+      dst.clamped += c.clamped;
+    };
+    for (const auto& [id, c] : r.by_memcg) add(id, c);
+    for (const auto& [id2, c] : r.by_cgroup2) {
+      uint64_t id = mapper_.Map(id2, sample);
+      if (id != 0) add(id, c);
+    }
+    sample.MarkLive(Signal::kClampedSockets, Tier::kIter);
+    sample.events_lost += census_->Lost();
+#ifdef SOCKPRESSURE_WITH_BPF
+    if (BpfStatsEnabled(paths_.procfs)) {
+      AddProgramStats(sample, "tcp_census", static_cast<TcpCensusIterImpl*>(census_.get())->Program());
+    }
+#endif
+    return absl::OkStatus();
+  }
+
+ private:
+  Paths paths_;
+  CgroupMapper mapper_;
+  std::unique_ptr<TcpCensusIter> census_;
+  std::string why_;
+  bool logged_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<TcpCensusIter> TcpCensusIter::Open(std::string* why) {
+#ifdef SOCKPRESSURE_WITH_BPF
+  uint64_t eff = EffectiveCapabilities();
+  if (!(eff & CapBit(CAP_SYS_ADMIN)) && !(eff & CapBit(kCapBpf))) {
+    *why = "missing CAP_BPF (or CAP_SYS_ADMIN)";
+    return nullptr;
+  }
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux) {
+    *why = absl::StrCat("no kernel BTF (/sys/kernel/btf/vmlinux: ", std::strerror(errno), ")");
+    return nullptr;
+  }
+  bool has_iter = btf__find_by_name_kind(vmlinux, "bpf_iter__tcp", BTF_KIND_STRUCT) > 0;
+  btf__free(vmlinux);
+  if (!has_iter) {
+    *why = "kernel has no TCP iterator (needs 5.9+)";
+    return nullptr;
+  }
+  sp_tcp_census* s = sp_tcp_census__open_and_load();
+  if (!s) {
+    *why = absl::StrCat("load refused: ", std::strerror(errno));
+    return nullptr;
+  }
+  bpf_link* link = bpf_program__attach_iter(s->progs.tcp_census, nullptr);
+  if (!link) {
+    *why = absl::StrCat("attach iter/tcp: ", std::strerror(errno));
+    sp_tcp_census__destroy(s);
+    return nullptr;
+  }
+  return std::make_unique<TcpCensusIterImpl>(s, link);
+#else
+  *why = "not built in (SOCKPRESSURE_BPF=OFF or no clang/bpftool/libbpf at build time)";
+  return nullptr;
+#endif
+}
+
+std::unique_ptr<Source> NewBpfCensusSource(const SourceContext& ctx) {
+  if (!ctx.bpf_enabled) return nullptr;  // --no-collector.bpf: no eBPF at all
+  return std::make_unique<BpfCensusSource>(ctx);
+}
+
+}  // namespace sockpressure

@@ -1,0 +1,170 @@
+// The in-kernel census (iter/tcp, bpf/tcp_census.bpf.c) on this machine's
+// kernel, as root: the program passes the verifier, walks exactly the sockets
+// of the namespace it was created in, attributes them to this process's
+// cgroup, counts the same sockets as the sock_diag tier, and does not take a
+// tiny SO_RCVBUF receiver for a memcg clamp.
+#include <linux/netlink.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "exporter/sources/bpf/tcp_census_source.h"
+#include "exporter/sources/sock_diag/netns.h"
+#include "exporter/sources/sock_diag/sock_diag_source.h"
+#include "gtest/gtest.h"
+#include "tests/bpf/net_util.h"
+
+namespace sockpressure {
+namespace {
+
+using testing::FillWithoutReading;
+using testing::MakeTcpPair;
+using testing::PumpBytes;
+using testing::TcpPair;
+using testing::TempNetns;
+
+bool g_root = false;
+
+// Inode of this process's cgroup directory: in the v1 "memory" hierarchy
+// when `memory` is true and the host has one, else in the unified hierarchy.
+uint64_t OwnCgroupId(bool memory) {
+  std::ifstream f("/proc/self/cgroup");
+  std::string line, v1_path, v2_path;
+  while (std::getline(f, line)) {
+    if (absl::StartsWith(line, "0::")) v2_path = line.substr(3);
+    size_t p = line.find(":memory:");
+    if (p != std::string::npos) v1_path = line.substr(p + 8);
+  }
+  struct stat st;
+  if (memory && !v1_path.empty()) {
+    std::string dir = absl::StrCat("/sys/fs/cgroup/memory", v1_path == "/" ? "" : v1_path);
+    return ::stat(dir.c_str(), &st) == 0 ? st.st_ino : 0;
+  }
+  for (const char* mount : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
+    std::string probe = absl::StrCat(mount, "/cgroup.controllers");
+    if (::stat(probe.c_str(), &st) != 0) continue;
+    std::string dir = absl::StrCat(mount, v2_path == "/" ? "" : v2_path);
+    if (::stat(dir.c_str(), &st) == 0) return st.st_ino;
+  }
+  return 0;
+}
+
+NetnsRef RefFor(const TempNetns& ns) {
+  struct stat st{};
+  ::stat(ns.path().c_str(), &st);
+  return {static_cast<uint64_t>(st.st_ino), ns.path(), false};
+}
+
+// sock_diag's view of one namespace: (sockets, clamped).
+std::pair<size_t, size_t> SockDiagCount(const NetnsRef& ns) {
+  std::string err;
+  std::vector<int> fds = OpenSocketsInNamespaces({ns}, AF_NETLINK, SOCK_DGRAM, NETLINK_SOCK_DIAG, &err);
+  size_t n = 0, clamped = 0;
+  if (fds.size() == 1 && fds[0] >= 0) {
+    (void)DumpTcpSockets(fds[0], [&](const TcpSocketInfo& s) {
+      ++n;
+      clamped += IsMemcgClamp(s);
+    });
+    ::close(fds[0]);
+  }
+  return {n, clamped};
+}
+
+TEST(TcpCensusIter, CountsEachNamespaceLikeSockDiagAndAttributesToOwnCgroup) {
+  if (!g_root) GTEST_SKIP() << "needs root (BPF iterator, ip netns, setns)";
+  std::string why;
+  std::unique_ptr<TcpCensusIter> census = TcpCensusIter::Open(&why);
+  if (!census) GTEST_SKIP() << "TCP iterator not available here: " << why;
+
+  const std::string tag = absl::StrCat("sp-census-", ::getpid());
+  TempNetns a(tag + "-a"), b(tag + "-b");
+  ASSERT_TRUE(a.ok() && b.ok()) << "ip netns add failed";
+  TcpPair pa, pb, tiny;
+  ASSERT_TRUE(a.RunInside([&] {
+    ASSERT_TRUE(MakeTcpPair(pa));
+    ASSERT_TRUE(PumpBytes(pa, 4 << 20));
+  }));
+  ASSERT_TRUE(b.RunInside([&] {
+    ASSERT_TRUE(MakeTcpPair(pb));
+    ASSERT_TRUE(PumpBytes(pb, 4 << 20));
+    ASSERT_TRUE(MakeTcpPair(tiny, 2304));  // asked for a tiny buffer, never reads
+    FillWithoutReading(tiny, 256 << 10);
+  }));
+
+  const NetnsRef ra = RefFor(a), rb = RefFor(b);
+  TcpCensusResult only_a = census->Run({ra});
+  TcpCensusResult only_b = census->Run({rb});
+  TcpCensusResult both = census->Run({ra, rb});
+  for (const TcpCensusResult* r : {&only_a, &only_b, &both}) {
+    EXPECT_EQ(r->namespaces_failed, 0u) << r->first_error;
+  }
+  // Exactly the sockets of the namespace the iterator was created in (the
+  // listeners are not counted), and the map is emptied between censuses.
+  EXPECT_EQ(only_a.sockets, 2u);
+  EXPECT_EQ(only_b.sockets, 4u);
+  EXPECT_EQ(both.sockets, 6u);
+
+  // The same count as the sock_diag tier, per namespace; nobody is clamped
+  // (the tiny receiver's window is explained by its own buffer).
+  std::pair<size_t, size_t> diag_a = SockDiagCount(ra), diag_b = SockDiagCount(rb);
+  EXPECT_EQ(diag_a.first, only_a.sockets);
+  EXPECT_EQ(diag_b.first, only_b.sockets);
+  size_t clamped = 0;
+  for (const auto& m : {both.by_memcg, both.by_cgroup2}) {
+    for (const auto& [id, c] : m) clamped += c.clamped;
+  }
+  EXPECT_EQ(clamped, 0u);
+  EXPECT_EQ(diag_b.second, 0u);
+
+  // Attribution: charged sockets by their memcg (this process's memory
+  // cgroup), the others by their unified cgroup (this process's). Which
+  // one depends on the host: v1 memcgs charge sockets only with
+  // memory.kmem.tcp accounting on.
+  const uint64_t memcg = OwnCgroupId(true), cg2 = OwnCgroupId(false);
+  std::printf("census: %zu memcg keys (charged sockets), %zu cgroup2 keys (uncharged); own memcg id %llu, own cgroup2 id %llu\n",
+              both.by_memcg.size(), both.by_cgroup2.size(), static_cast<unsigned long long>(memcg),
+              static_cast<unsigned long long>(cg2));
+  size_t attributed = 0;
+  for (const auto& [id, c] : both.by_memcg) {
+    EXPECT_EQ(id, memcg) << "charged to a memcg that is not ours";
+    attributed += c.sockets;
+  }
+  for (const auto& [id, c] : both.by_cgroup2) {
+    EXPECT_EQ(id, cg2) << "unified cgroup id is not ours";
+    attributed += c.sockets;
+  }
+  EXPECT_EQ(attributed, 6u);
+  EXPECT_EQ(census->Lost(), 0u);
+}
+
+TEST(TcpCensusIter, CollectorReportsTheIterTier) {
+  if (!g_root) GTEST_SKIP() << "needs root (BPF iterator)";
+  SourceContext ctx;
+  std::unique_ptr<Source> src = NewBpfCensusSource(ctx);
+  ASSERT_NE(src, nullptr);
+  Sample s;
+  ASSERT_TRUE(src->Collect(s).ok());
+  ASSERT_EQ(s.probes.size(), 1u);
+  EXPECT_EQ(s.probes[0].probe, "tcp_census");
+  if (!s.probes[0].attached) GTEST_SKIP() << "TCP iterator not available on this kernel";
+  EXPECT_TRUE(s.IsLive(Signal::kClampedSockets, Tier::kIter));
+
+  ctx.bpf_enabled = false;  // --no-collector.bpf
+  EXPECT_EQ(NewBpfCensusSource(ctx), nullptr);
+}
+
+}  // namespace
+}  // namespace sockpressure
+
+int main(int argc, char** argv) {
+  sockpressure::g_root = ::geteuid() == 0;
+  if (!sockpressure::g_root) std::printf("note: not root; the census iterator tests are skipped\n");
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
