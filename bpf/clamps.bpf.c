@@ -42,7 +42,13 @@ struct {
 	__type(value, u64);
 } clamps SEC(".maps");
 
-static __always_inline int handle_sock(struct sock *sk)
+/* `btf`: sk is a BTF-typed argument (fexit, tp_btf), so fields are read with
+ * plain loads the verifier checks against the kernel's BTF; kprobe and raw_tp
+ * get a bare pointer and go through bpf_probe_read_kernel(). This handler
+ * runs on every receive, and the helper call was most of its cost. */
+#define SK_READ(btf, p, field) ((btf) ? (p)->field : BPF_CORE_READ(p, field))
+
+static __always_inline int handle_sock(struct sock *sk, const bool btf)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
 	struct mem_cgroup *memcg;
@@ -52,13 +58,20 @@ static __always_inline int handle_sock(struct sock *sk)
 	bool clamped;
 
 	stat_inc(SP_STAT_RUNS);
-	memcg = BPF_CORE_READ(sk, sk_memcg);
+	memcg = SK_READ(btf, sk, sk_memcg);
 	if (!memcg) {
 		stat_inc(SP_STAT_NO_MEMCG);
 		return 0;
 	}
-	ssthresh = BPF_CORE_READ(tp, rcv_ssthresh);
-	advmss = BPF_CORE_READ(tp, advmss);
+	if (btf) {
+		/* The BTF argument is a struct sock: tcp_sock fields beyond
+		 * it need the verifier-checked cast. */
+		tp = bpf_skc_to_tcp_sock(sk);
+		if (!tp)
+			return 0;
+	}
+	ssthresh = SK_READ(btf, tp, rcv_ssthresh);
+	advmss = SK_READ(btf, tp, advmss);
 	clamped = false;
 	if (memcg_under_pressure(memcg)) {
 		stat_inc(SP_STAT_PRESSURED);
@@ -92,25 +105,25 @@ static __always_inline int handle_sock(struct sock *sk)
 SEC("?fexit/__tcp_select_window")
 int BPF_PROG(clamp_fexit, struct sock *sk, u32 ret)
 {
-	return handle_sock(sk);
+	return handle_sock(sk, true);
 }
 
 SEC("?kprobe/__tcp_select_window")
 int BPF_KPROBE(clamp_kprobe, struct sock *sk)
 {
-	return handle_sock(sk);
+	return handle_sock(sk, false);
 }
 
 SEC("?tp_btf/tcp_rcv_space_adjust")
 int BPF_PROG(clamp_tp_btf, struct sock *sk)
 {
-	return handle_sock(sk);
+	return handle_sock(sk, true);
 }
 
 SEC("?raw_tp/tcp_rcv_space_adjust")
 int BPF_PROG(clamp_raw_tp, struct sock *sk)
 {
-	return handle_sock(sk);
+	return handle_sock(sk, false);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -5,5 +5,5 @@
 set -eu
 B=${1:?usage: $0 BUILD_DIR [sockets] [GiB]}/bench/bpf/bpf_bench
 "$B" iter 2000
-"$B" throughput "${3:-2}"
+"$B" throughput "${3:-0.5}" all 40   # + the per-event cost and the loss estimated from it
 "$B" census "${2:-100000}"
