@@ -34,6 +34,12 @@ struct {
 	__type(value, u8);
 } clamped_socks SEC(".maps");
 
+/* At least the number of entries in clamped_socks (inserts add one, deletes
+ * take one; LRU evictions take none, so it can only be too high). While it
+ * is 0 an unclamped socket needs no map lookup: the common case, on every
+ * receive, stays a few loads. */
+__u64 clamped_live = 0; /* __u64: the skeleton header names this type */
+
 /* cgroup id of the socket's memcg -> cumulative clamp transitions. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -72,20 +78,22 @@ static __always_inline int handle_sock(struct sock *sk, const bool btf)
 	}
 	ssthresh = SK_READ(btf, tp, rcv_ssthresh);
 	advmss = SK_READ(btf, tp, advmss);
-	clamped = false;
-	if (memcg_under_pressure(memcg)) {
+	/* Window first: it is two loads, while the pressure test walks the
+	 * memcg's ancestors, and almost every socket's window is above
+	 * 4*advmss (the initial window is 10 segments). */
+	clamped = advmss && ssthresh <= 4 * advmss && memcg_under_pressure(memcg);
+	if (clamped)
 		stat_inc(SP_STAT_PRESSURED);
-		clamped = advmss && ssthresh <= 4 * advmss;
-	}
-	state = bpf_map_lookup_elem(&clamped_socks, &key);
 	if (!clamped) {
-		if (state)
-			bpf_map_delete_elem(&clamped_socks, &key);
+		if (clamped_live && bpf_map_delete_elem(&clamped_socks, &key) == 0)
+			__sync_fetch_and_add(&clamped_live, -1);
 		return 0;
 	}
+	state = bpf_map_lookup_elem(&clamped_socks, &key);
 	if (state)
 		return 0; /* still clamped: same episode */
-	bpf_map_update_elem(&clamped_socks, &key, &on, BPF_ANY);
+	if (bpf_map_update_elem(&clamped_socks, &key, &on, BPF_NOEXIST) == 0)
+		__sync_fetch_and_add(&clamped_live, 1);
 	id = memcg_cgroup_id(memcg);
 	cnt = bpf_map_lookup_elem(&clamps, &id);
 	if (cnt) {

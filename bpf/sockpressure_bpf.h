@@ -26,7 +26,8 @@ typedef uint32_t sp_u32;
 enum sp_stat {
 	SP_STAT_RUNS = 0,       /* handler invocations (any entry point) */
 	SP_STAT_NO_MEMCG = 1,   /* sk->sk_memcg == NULL (root, v1 w/o kmem.tcp, nosocket) */
-	SP_STAT_PRESSURED = 2,  /* socket's memcg chain under socket pressure */
+	SP_STAT_PRESSURED = 2,  /* clamps: window at <= 4*advmss and memcg chain under pressure;
+	                         * vmpressure: see vmpressure.bpf.c */
 	SP_STAT_CLAMPS = 3,     /* clamp transitions counted */
 	SP_STAT_LOST = 4,       /* map updates that failed (map full) */
 	SP_STAT_SKIPPED = 5,    /* vmpressure: tree=true, root or no memcg */
