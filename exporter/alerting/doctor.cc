@@ -48,6 +48,9 @@ std::string WhyTier(Signal s, Tier t, const Snapshot& snap) {
     case Tier::kRawTp:
       return "eBPF probe: exact, per event";
     case Tier::kIter:
+      if (s == Signal::kClampedSockets) {
+        return "eBPF TCP iterator: sockets counted in the kernel per memcg (rcv_ssthresh at 4*advmss = clamped)";
+      }
       return "eBPF cgroup iterator: reads memcg->socket_pressure directly (exact current state)";
     case Tier::kSockDiag:
       return "sock_diag census of TCP sockets grouped by cgroup (rcv_ssthresh at 4*advmss = clamped)";
@@ -69,9 +72,9 @@ std::string WhyTier(Signal s, Tier t, const Snapshot& snap) {
       if (snap.cgroups.empty()) return "unavailable: no memory cgroup hierarchy found";
       return "unavailable: memory.stat lacks pgscan/pgsteal and no eBPF probe attached";
     case Signal::kWindowClamps:
-      return "unavailable: needs the eBPF probes (fexit __tcp_select_window or tcp:tcp_rcvbuf_grow)";
+      return "unavailable: needs the eBPF probes (fexit/kprobe __tcp_select_window or tcp:tcp_rcv_space_adjust)";
     case Signal::kClampedSockets:
-      return "unavailable: needs the sock_diag collector or the eBPF socket iterator";
+      return "unavailable: needs the bpf_census (eBPF TCP iterator) or sock_diag collector";
     case Signal::kSockThrottled: {
       std::string k = snap.node.kernel_release.value_or("?");
       return absl::StrCat("unavailable: memory.events.local sock_throttled exists from kernel 6.19 (this is ", k, ")");

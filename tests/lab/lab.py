@@ -45,7 +45,8 @@ TIER_ROWS = [
     ("fexit-clamps", "fentry", ("window_clamps", "fexit"), CLAMP_FAMS),
     ("kprobe", "kprobe", ("vmpressure", "kprobe"), PRESSURE_FAMS),
     ("kprobe-clamps", "kprobe", ("window_clamps", "kprobe"), CLAMP_FAMS),
-    ("iter", "iter", ("socket_pressure", "iter"), None),
+    ("iter", "iter", ("socket_pressure", "iter"), PRESSURE_FAMS),
+    ("iter-census", "iter", ("tcp_census", "iter"), ("clamped_sockets",)),
     ("tp_btf", "tp_btf", ("window_clamps", "tp_btf"), CLAMP_FAMS),
     ("raw_tp", "raw_tp", ("window_clamps", "raw_tp"), CLAMP_FAMS),
     ("sock_diag", "sock_diag", None, None),
@@ -53,7 +54,8 @@ TIER_ROWS = [
 ]
 TIER_LABEL = {"fentry": "fentry (vmpressure)", "fexit-clamps": "fexit (window clamps)",
               "kprobe": "kprobe (vmpressure)", "kprobe-clamps": "kprobe (window clamps)",
-              "tp_btf": "tp_btf (window clamps)", "raw_tp": "raw_tp (window clamps)"}
+              "tp_btf": "tp_btf (window clamps)", "raw_tp": "raw_tp (window clamps)",
+              "iter": "iter (socket pressure)", "iter-census": "iter (TCP census)"}
 # Second agent configuration, booted once more per --fallback-conditions: agents that are forced
 # onto the fallback attach types, which never win on a kernel with fentry/fexit. name=flags;...
 FALLBACK_AGENTS = ("kprobe=--signal.all-tiers --bpf.vmpressure-attach=kprobe --bpf.clamps-attach=kprobe;"
@@ -146,6 +148,8 @@ class Guest:
         ]
         if args.memcg_limit:
             append.append(f"lab.memcg_limit={args.memcg_limit}")
+        if args.many_memcgs and run in (None, cond) and cond in args.many_memcgs_conditions.split(","):
+            append.append(f"lab.many_memcgs={args.many_memcgs}")
         for k, (_, flags, _) in enumerate(agents):
             # Spaces become commas, commas semicolons (guest/init turns them back).
             enc = ",".join(a.replace(",", ";") for a in flags.split())
@@ -359,6 +363,30 @@ def run_condition(args, guest_files, run, cond, agent_specs, rundir):
                 if not guest.alive():
                     break
                 time.sleep(0.5)
+        many = None
+        if args.many_memcgs and run == cond and cond in args.many_memcgs_conditions.split(","):
+            until = time.time() + 60
+            while not many and time.time() < until and guest.alive() and guest.first("done"):
+                many = guest.first("many_memcgs")
+                time.sleep(0.5)
+            if not many:
+                res["errors"].append("guest did not report many_memcgs")
+        if args.agent and many:
+            # Give the agent a few samples and Prometheus a few scrapes of the larger tree.
+            time.sleep(max(0.0, many[0] + 10 - time.time()))
+            res["many_memcgs"] = int(many[2].get("n", 0))
+            res["memcgs_total"] = int(many[2].get("total", 0))
+            # Straight from the agent (a 1,100-cgroup exposition can outlast a 1 s scrape under TCG).
+            try:
+                samples = [x for x in parse_prom_text(http_get(f"http://127.0.0.1:{agent_host_port}/metrics", 60))
+                           if x[0] == "sockpressure_tier_socket_pressure_events_total"
+                           and x[1].get("source") == "iter"]
+                res["iter_memcgs"] = len(samples)
+                res["iter_A_events"] = next((v for _, l, v in samples if l.get("cgroup") == A), None)
+            except Exception as e:  # noqa: BLE001 - reported as a failed check
+                res["errors"].append(f"agent scrape after many_memcgs: {e}")
+            with open(guest.log_path, errors="replace") as f:
+                res["iter_errors"] = [ln.strip() for ln in f if "cgroup iterator:" in ln]
         if args.agent:
             collect_prometheus(res, stack, guest, A, B, [a[0] for a in agents])
             res["webhook"] = [(round(t - guest.started, 1), st, l.get("alertname"), l.get("cgroup"))
@@ -613,6 +641,12 @@ def assess(args, results):
                     ck.check(run, f"tier {TIER_LABEL.get(row[0], row[0])} [{name}]: verdict for B", vb is False,
                              "throttled" if vb else "not throttled")
         r["tier_obs"] = obs
+        if r.get("many_memcgs"):
+            ck.check(run, f"cgroup iterator walks all {r.get('memcgs_total')} memcgs "
+                          f"({r['many_memcgs']} added after the measurement)",
+                     (r.get("iter_memcgs") or 0) >= r.get("memcgs_total", 0) and not r.get("iter_errors"),
+                     f"iter tier has {fmt(r.get('iter_memcgs'), 0)} cgroups; A events "
+                     f"{fmt(r.get('iter_A_events'), 0)}; errors: {r.get('iter_errors') or 'none'}")
     # A tier with no verdict in a condition (no agent of any boot of it had it live) is MISSING.
     fb_conds = sorted({r["condition"] for r in results.values() if r.get("variant") == "fallback"})
     for cond in dict.fromkeys(r["condition"] for r in results.values()):
@@ -764,6 +798,11 @@ def main():
                     help="the agents of the fallback boots, NAME=FLAGS;NAME=FLAGS (each on its own port)")
     ap.add_argument("--memcg-limit", default="640M",
                     help="put A and B under a parent /lab with this memory.max (limit reclaim; \"\" = global reclaim by kswapd, the first prototype, which throttles only intermittently on a busy host)")
+    ap.add_argument("--many-memcgs", type=int, default=1100,
+                    help="after the measurement, create this many more memcgs and check the cgroup iterator "
+                         "walks them all (0 = off)")
+    ap.add_argument("--many-memcgs-conditions", default="nopressure",
+                    help="the default boots that do it (comma-separated)")
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--transfer", type=int, default=30)
     ap.add_argument("--mem-mib", type=int, default=1024)
