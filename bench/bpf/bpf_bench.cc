@@ -79,24 +79,12 @@ static bool PinnedTransfer(size_t bytes, Transfer& out) {
   std::thread reader([&] {
     PinTo(1);
     double c0 = ThreadCpu();
-    std::vector<char> buf(1 << 16);
-    size_t got = 0;
-    while (got < bytes) {
-      ssize_t n = ::read(p.server, buf.data(), buf.size());
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
+    sp::testing::ReadAll(p.server, bytes);
     reader_cpu = ThreadCpu() - c0;
   });
   PinTo(0);
   double c0 = ThreadCpu();
-  std::vector<char> buf(1 << 16, 'x');
-  size_t sent = 0;
-  while (sent < bytes) {
-    ssize_t n = ::write(p.client, buf.data(), std::min(buf.size(), bytes - sent));
-    if (n <= 0) break;
-    sent += static_cast<size_t>(n);
-  }
+  size_t sent = sp::testing::WriteAll(p.client, bytes);
   double sender_cpu = ThreadCpu() - c0;
   reader.join();
   out.wall = Secs(t0, Clock::now());
@@ -104,62 +92,113 @@ static bool PinnedTransfer(size_t bytes, Transfer& out) {
   return sent == bytes;
 }
 
-static double EventCost(long calls, bool quiet);
+// Calls fn(pair, probes, src) for `pairs` pairs of rounds in ABBA order
+// (off on, on off, ...) so that a drift of the machine cancels out. In the
+// probe rounds src is a freshly loaded BpfSource with `opt`; the other
+// rounds run with nothing attached (src == nullptr).
+template <typename Fn>
+static void AbbaPairs(int pairs, const sp::BpfOptions& opt, Fn&& fn) {
+  for (int pair = 0; pair < pairs; ++pair) {
+    for (int k = 0; k < 2; ++k) {
+      const bool probes = (pair % 2 == 0) ? k == 1 : k == 0;
+      std::unique_ptr<sp::BpfSource> src = probes ? sp::NewBpfSource(opt) : nullptr;
+      fn(pair, probes, src.get());
+    }
+  }
+}
+
+static uint64_t ClampRuns(sp::BpfSource* src) {
+  std::vector<uint64_t> st = src ? src->Stats("window_clamps") : std::vector<uint64_t>{};
+  return st.empty() ? 0 : st[SP_STAT_RUNS];
+}
+
+static void PrintBpfStats(sp::BpfSource* src) {
+  if (!sp::BpfStatsEnabled("/proc")) return;  // never switched on here
+  for (auto& [name, fd] : src->ProgramFds()) {
+    bpf_prog_info info = {};
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.run_cnt) {
+      std::printf("bpf_stats %s: %llu runs, %.1f ns/run\n", name.c_str(), static_cast<unsigned long long>(info.run_cnt),
+                  static_cast<double>(info.run_time_ns) / static_cast<double>(info.run_cnt));
+    }
+  }
+}
+
+// Per-event cost of the window-clamp handler, natively and without
+// kernel.bpf_stats_enabled: recv(MSG_PEEK) of one byte runs
+// tcp_rcv_space_adjust() (the tp_btf/raw_tp attach point) once per call and
+// leaves the data queued, so one syscall = one handler run. The difference
+// in ns per call, probe attached vs not, is what each event costs, dispatch
+// included. Returns the median delta per handler run (ns), or -1.
+static double EventCost(long calls) {
+  sp::testing::TcpPair p;
+  if (!sp::testing::MakeTcpPair(p)) return -1;
+  if (::write(p.client, "0123456789abcdef", 16) != 16) return -1;
+  char c;
+  while (::recv(p.server, &c, 1, MSG_PEEK) != 1) {
+  }
+  PinTo(1);
+  sp::BpfOptions o;
+  o.drop_capabilities = false;
+  o.pressure = o.vmpressure = false;
+  std::vector<double> off, on, delta;
+  double runs_per_call = 0, ns[2] = {0, 0};
+  std::string attach;
+  AbbaPairs(10, o, [&](int, bool probes, sp::BpfSource* src) {
+    for (const sp::ProbeStatus& ps : src ? src->Probes() : std::vector<sp::ProbeStatus>{}) {
+      if (ps.attached) attach = ps.attach;
+    }
+    uint64_t before = ClampRuns(src);
+    auto t0 = Clock::now();
+    for (long i = 0; i < calls; ++i) (void)::recv(p.server, &c, 1, MSG_PEEK);
+    ns[probes] = Secs(t0, Clock::now()) * 1e9 / static_cast<double>(calls);
+    (probes ? on : off).push_back(ns[probes]);
+    if (src) runs_per_call = static_cast<double>(ClampRuns(src) - before) / static_cast<double>(calls);
+    if (on.size() == off.size()) delta.push_back(ns[1] - ns[0]);
+  });
+  double d = Median(delta);
+  std::printf("clamp handler (%s) per event: recv(MSG_PEEK) %.0f ns without, %.0f ns with the probe (median of 10 "
+              "ABBA pairs x %ld calls); handler runs per call %.2f; cost %.0f ns per event (pairs:",
+              attach.c_str(), Median(off), Median(on), calls, runs_per_call, d);
+  for (double x : delta) std::printf(" %.0f", x);
+  std::printf(")\n");
+  return runs_per_call > 0.5 ? d / runs_per_call : -1;
+}
 
 static int Throughput(double gib, const std::string& which, int pairs) {
   const size_t bytes = static_cast<size_t>(gib * (1ull << 30));
   Transfer warm;
   if (!PinnedTransfer(256 << 20, warm)) return 1;
-  // All probes stay attached for the whole run; "off" rounds detach nothing
-  // but run before the source exists or after it is destroyed, in ABBA order
-  // (off on on off ...) so a drift of the machine cancels out.
+  sp::BpfOptions o;
+  o.drop_capabilities = false;
+  if (which != "all") {
+    o.clamps = which == "clamps";
+    o.pressure = which == "pressure";
+    o.vmpressure = which == "vmpressure";
+  }
   std::vector<double> off, on, off_cpu, on_cpu, ratio;
   uint64_t runs = 0;
-  for (int pair = 0; pair < pairs; ++pair) {
-    double tp[2] = {0, 0};
-    for (int k = 0; k < 2; ++k) {
-      const bool probes = (pair % 2 == 0) ? k == 1 : k == 0;
-      std::unique_ptr<sp::BpfSource> src;
-      if (probes) {
-        sp::BpfOptions o;
-        o.drop_capabilities = false;
-        if (which != "all") {
-          o.clamps = which == "clamps";
-          o.pressure = which == "pressure";
-          o.vmpressure = which == "vmpressure";
-        }
-        src = sp::NewBpfSource(o);
-        if (pair == 0) {
-          for (const sp::ProbeStatus& ps : src->Probes()) {
-            if (ps.attached) std::printf("attached: %s/%s\n", ps.probe.c_str(), ps.attach.c_str());
-          }
-        }
-      }
-      std::vector<uint64_t> before = src ? src->Stats("window_clamps") : std::vector<uint64_t>{};
-      Transfer t;
-      if (!PinnedTransfer(bytes, t)) return 1;
-      double gbps = static_cast<double>(bytes) / t.wall / 1e9;
-      (probes ? on : off).push_back(gbps);
-      (probes ? on_cpu : off_cpu).push_back(t.cpu / static_cast<double>(bytes) * 1e9);  // CPU s per GB
-      tp[probes] = gbps;
-      if (src) {
-        std::vector<uint64_t> after = src->Stats("window_clamps");
-        if (!after.empty()) runs += after[SP_STAT_RUNS] - before[SP_STAT_RUNS];
-        if (sp::BpfStatsEnabled("/proc")) {
-          for (auto& [name, fd] : src->ProgramFds()) {
-            bpf_prog_info info = {};
-            uint32_t len = sizeof info;
-            if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.run_cnt) {
-              std::printf("bpf_stats %s: %llu runs, %.1f ns/run\n", name.c_str(),
-                          static_cast<unsigned long long>(info.run_cnt),
-                          static_cast<double>(info.run_time_ns) / static_cast<double>(info.run_cnt));
-            }
-          }
-        }
+  double tp[2] = {0, 0};
+  bool failed = false;
+  AbbaPairs(pairs, o, [&](int pair, bool probes, sp::BpfSource* src) {
+    if (src && pair == 0) {
+      for (const sp::ProbeStatus& ps : src->Probes()) {
+        if (ps.attached) std::printf("attached: %s/%s\n", ps.probe.c_str(), ps.attach.c_str());
       }
     }
-    ratio.push_back(tp[1] / tp[0]);
-  }
+    uint64_t before = ClampRuns(src);
+    Transfer t;
+    failed |= !PinnedTransfer(bytes, t);
+    tp[probes] = static_cast<double>(bytes) / t.wall / 1e9;
+    (probes ? on : off).push_back(tp[probes]);
+    (probes ? on_cpu : off_cpu).push_back(t.cpu / static_cast<double>(bytes) * 1e9);  // CPU s per GB
+    if (src) {
+      runs += ClampRuns(src) - before;
+      PrintBpfStats(src);
+    }
+    if (on.size() == off.size()) ratio.push_back(tp[1] / tp[0]);
+  });
+  if (failed) return 1;
   std::printf("rounds (GB/s, off/on):");
   for (size_t i = 0; i < off.size(); ++i) std::printf(" %.2f/%.2f", off[i], on[i]);
   double m_off = Median(off), m_on = Median(on), m_ratio = Median(ratio);
@@ -180,7 +219,7 @@ static int Throughput(double gib, const std::string& which, int pairs) {
     // The same loss from its parts, each measured here and far less noisy
     // than bulk throughput on a shared VM: events per GB x cost per event,
     // against the CPU one GB costs without probes.
-    double per_event_ns = EventCost(1000000, false);
+    double per_event_ns = EventCost(1000000);
     double events_per_gb = static_cast<double>(runs) / (static_cast<double>(pairs) * static_cast<double>(bytes) / 1e9);
     if (per_event_ns >= 0) {
       std::printf("estimated loss: %.0f events/GB x %.0f ns = %.2f ms CPU per GB = %.2f%% of the %.3f s CPU per GB "
@@ -190,65 +229,6 @@ static int Throughput(double gib, const std::string& which, int pairs) {
     }
   }
   return 0;
-}
-
-// Per-event cost of the window-clamp handler, natively and without
-// kernel.bpf_stats_enabled: recv(MSG_PEEK) of one byte runs
-// tcp_rcv_space_adjust() (the tp_btf/raw_tp attach point) once per call and
-// leaves the data queued, so one syscall = one handler run. The difference
-// in ns per call, probes attached vs not (ABBA pairs), is what each event
-// costs, dispatch included. Returns the median delta (ns), or -1.
-static double EventCost(long calls, bool quiet) {
-  sp::testing::TcpPair p;
-  if (!sp::testing::MakeTcpPair(p)) return -1;
-  if (::write(p.client, "0123456789abcdef", 16) != 16) return -1;
-  char c;
-  while (::recv(p.server, &c, 1, MSG_PEEK) != 1) {
-  }
-  PinTo(1);
-  auto loop = [&] {
-    auto t0 = Clock::now();
-    for (long i = 0; i < calls; ++i) (void)::recv(p.server, &c, 1, MSG_PEEK);
-    return Secs(t0, Clock::now()) * 1e9 / static_cast<double>(calls);
-  };
-  std::vector<double> off, on, delta;
-  double runs_per_call = 0;
-  std::string attach;
-  for (int pair = 0; pair < 10; ++pair) {
-    double ns[2] = {0, 0};
-    for (int k = 0; k < 2; ++k) {
-      const bool probes = (pair % 2 == 0) ? k == 1 : k == 0;
-      std::unique_ptr<sp::BpfSource> src;
-      if (probes) {
-        sp::BpfOptions o;
-        o.drop_capabilities = false;
-        o.pressure = o.vmpressure = false;
-        src = sp::NewBpfSource(o);
-        for (const sp::ProbeStatus& ps : src->Probes()) {
-          if (ps.attached) attach = ps.attach;
-        }
-      }
-      std::vector<uint64_t> before = src ? src->Stats("window_clamps") : std::vector<uint64_t>{};
-      ns[probes] = loop();
-      (probes ? on : off).push_back(ns[probes]);
-      if (src) {
-        std::vector<uint64_t> after = src->Stats("window_clamps");
-        if (!after.empty()) {
-          runs_per_call = static_cast<double>(after[SP_STAT_RUNS] - before[SP_STAT_RUNS]) / static_cast<double>(calls);
-        }
-      }
-    }
-    delta.push_back(ns[1] - ns[0]);
-  }
-  double d = Median(delta);
-  if (!quiet) {
-    std::printf("clamp handler (%s) per event: recv(MSG_PEEK) %.0f ns without, %.0f ns with the probe (median of 10 "
-                "ABBA pairs x %ld calls); handler runs per call %.2f; cost %.0f ns per event (pairs:",
-                attach.c_str(), Median(off), Median(on), calls, runs_per_call, d);
-    for (double x : delta) std::printf(" %.0f", x);
-    std::printf(")\n");
-  }
-  return runs_per_call > 0.5 ? d / runs_per_call : -1;
 }
 
 static bool LoopbackUp() {
@@ -443,7 +423,7 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "throughput") return Throughput(argc > 2 ? std::atof(argv[2]) : 1.0, argc > 3 ? argv[3] : "all",
                                                  argc > 4 ? std::max(1, std::atoi(argv[4])) : 20);
-  if (mode == "event") return EventCost(argc > 2 ? std::atol(argv[2]) : 2000000, false) >= 0 ? 0 : 1;
+  if (mode == "event") return EventCost(argc > 2 ? std::atol(argv[2]) : 2000000) >= 0 ? 0 : 1;
   if (mode == "census") return Census(argc > 2 ? std::atol(argv[2]) : 100000);
   if (mode == "iter") return Iter(argc > 2 ? std::atoi(argv[2]) : 1000);
   std::fprintf(stderr, "usage: %s throughput [GiB] [all|clamps|pressure|vmpressure] [pairs] | census [sockets] | iter [rounds]\n",

@@ -9,7 +9,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,24 +52,34 @@ inline bool MakeTcpPair(TcpPair& p, int rcvbuf = 0) {
   return p.server >= 0;
 }
 
-// Sends `bytes` client -> server while the server reads everything.
-inline bool PumpBytes(TcpPair& p, size_t bytes) {
-  std::thread reader([&] {
-    std::vector<char> buf(1 << 16);
-    size_t got = 0;
-    while (got < bytes) {
-      ssize_t n = ::read(p.server, buf.data(), buf.size());
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
-  });
+// Reads `bytes` from fd (or until EOF/error); returns what was read.
+inline size_t ReadAll(int fd, size_t bytes) {
+  std::vector<char> buf(1 << 16);
+  size_t got = 0;
+  while (got < bytes) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return got;
+}
+
+// Writes `bytes` of filler to fd in 64 KiB calls; returns what was written.
+inline size_t WriteAll(int fd, size_t bytes) {
   std::vector<char> buf(1 << 16, 'x');
   size_t sent = 0;
   while (sent < bytes) {
-    ssize_t n = ::write(p.client, buf.data(), std::min(buf.size(), bytes - sent));
+    ssize_t n = ::write(fd, buf.data(), std::min(buf.size(), bytes - sent));
     if (n <= 0) break;
     sent += static_cast<size_t>(n);
   }
+  return sent;
+}
+
+// Sends `bytes` client -> server while the server reads everything.
+inline bool PumpBytes(TcpPair& p, size_t bytes) {
+  std::thread reader([&] { ReadAll(p.server, bytes); });
+  size_t sent = WriteAll(p.client, bytes);
   reader.join();
   return sent == bytes;
 }
@@ -117,5 +131,50 @@ class TempNetns {
   std::string name_;
   bool ok_ = false;
 };
+
+// The census tests' node: two throw-away namespaces; `a` holds one connected
+// pair that moved 4 MiB, `b` one such pair plus a receiver that asked for a
+// tiny SO_RCVBUF and never reads (not a memcg clamp). Six sockets, none
+// clamped. Members are destroyed sockets first, then the namespaces.
+struct TwoNamespaceSockets {
+  explicit TwoNamespaceSockets(const std::string& tag) : a(tag + "-a"), b(tag + "-b") {}
+  // False when `ip netns` or a socket failed.
+  bool SetUp() {
+    if (!a.ok() || !b.ok()) return false;
+    bool ok_a = false, ok_b = false;
+    a.RunInside([&] { ok_a = MakeTcpPair(pa) && PumpBytes(pa, 4 << 20); });
+    b.RunInside([&] {
+      ok_b = MakeTcpPair(pb) && PumpBytes(pb, 4 << 20) && MakeTcpPair(tiny, 2304);
+      if (ok_b) FillWithoutReading(tiny, 256 << 10);
+    });
+    return ok_a && ok_b;
+  }
+  TempNetns a, b;
+  TcpPair pa, pb, tiny;
+};
+
+// Inode (= cgroup id) of this process's cgroup directory: in the v1
+// "memory" hierarchy when `memory` is true and the host has one, else in the
+// unified hierarchy (mounted at /sys/fs/cgroup/unified on hybrid hosts).
+inline uint64_t OwnCgroupId(bool memory) {
+  std::ifstream f("/proc/self/cgroup");
+  std::string line, v1_path, v2_path;
+  while (std::getline(f, line)) {
+    if (line.rfind("0::", 0) == 0) v2_path = line.substr(3);
+    size_t p = line.find(":memory:");
+    if (p != std::string::npos) v1_path = line.substr(p + 8);
+  }
+  struct stat st;
+  if (memory && !v1_path.empty()) {
+    std::string dir = "/sys/fs/cgroup/memory" + (v1_path == "/" ? std::string() : v1_path);
+    return ::stat(dir.c_str(), &st) == 0 ? st.st_ino : 0;
+  }
+  for (std::string mount : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
+    if (::stat((mount + "/cgroup.controllers").c_str(), &st) != 0) continue;
+    std::string dir = mount + (v2_path == "/" ? std::string() : v2_path);
+    if (::stat(dir.c_str(), &st) == 0) return st.st_ino;
+  }
+  return 0;
+}
 
 }  // namespace sockpressure::testing

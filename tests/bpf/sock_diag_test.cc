@@ -21,11 +21,10 @@
 namespace sockpressure {
 namespace {
 
-using testing::FillWithoutReading;
-using testing::MakeTcpPair;
-using testing::PumpBytes;
+using testing::OwnCgroupId;
 using testing::TcpPair;
 using testing::TempNetns;
+using testing::TwoNamespaceSockets;
 
 bool g_root = false;
 
@@ -55,41 +54,12 @@ TEST(MemcgClampSignature, TinyRcvbufAndClampWindowAreNot) {
   EXPECT_FALSE(IsMemcgClamp(s));
 }
 
-// The unified-hierarchy cgroup of this process: /proc/self/cgroup "0::PATH"
-// under the cgroup2 mount (hybrid hosts mount it at /sys/fs/cgroup/unified).
-uint64_t OwnCgroup2Id() {
-  std::ifstream f("/proc/self/cgroup");
-  std::string line, path;
-  while (std::getline(f, line)) {
-    if (absl::StartsWith(line, "0::")) path = line.substr(3);
-  }
-  for (const char* mount : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
-    struct stat st;
-    std::string probe = absl::StrCat(mount, "/cgroup.controllers");
-    if (::stat(probe.c_str(), &st) != 0) continue;
-    std::string dir = absl::StrCat(mount, path == "/" ? "" : path);
-    if (::stat(dir.c_str(), &st) == 0) return st.st_ino;
-  }
-  return 0;
-}
-
 TEST(SockDiagCensus, FindsSocketsInOtherNamespacesAndAttributesThem) {
   if (!g_root) GTEST_SKIP() << "needs root (ip netns, setns)";
-  const std::string tag = absl::StrCat("sp-test-", ::getpid());
-  TempNetns a(tag + "-a"), b(tag + "-b");
-  ASSERT_TRUE(a.ok() && b.ok()) << "ip netns add failed";
-  TcpPair pa, pb, tiny;
-  ASSERT_TRUE(a.RunInside([&] {
-    ASSERT_TRUE(MakeTcpPair(pa));
-    ASSERT_TRUE(PumpBytes(pa, 4 << 20));
-  }));
-  ASSERT_TRUE(b.RunInside([&] {
-    ASSERT_TRUE(MakeTcpPair(pb));
-    ASSERT_TRUE(PumpBytes(pb, 4 << 20));
-    // A receiver that asked for a tiny buffer and does not read.
-    ASSERT_TRUE(MakeTcpPair(tiny, 2304));
-    FillWithoutReading(tiny, 256 << 10);
-  }));
+  TwoNamespaceSockets node(absl::StrCat("sp-test-", ::getpid()));
+  ASSERT_TRUE(node.SetUp()) << "ip netns add or a loopback socket failed";
+  const TempNetns &a = node.a, &b = node.b;
+  TcpPair &pa = node.pa, &pb = node.pb;
 
   // Every namespace is listed (via /run/netns) and queried.
   std::vector<NetnsRef> ns = ListNetworkNamespaces("/proc");
@@ -109,7 +79,7 @@ TEST(SockDiagCensus, FindsSocketsInOtherNamespacesAndAttributesThem) {
   ASSERT_EQ(fds.size(), 1u);
   ASSERT_GE(fds[0], 0) << err;
   int in_b = 0, tiny_seen = 0;
-  const uint64_t own_id = OwnCgroup2Id();
+  const uint64_t own_id = OwnCgroupId(false);
   ASSERT_NE(own_id, 0u);
   ASSERT_TRUE(DumpTcpSockets(fds[0], [&](const TcpSocketInfo& s) {
                 ++in_b;

@@ -23,37 +23,11 @@
 namespace sockpressure {
 namespace {
 
-using testing::FillWithoutReading;
-using testing::MakeTcpPair;
-using testing::PumpBytes;
-using testing::TcpPair;
+using testing::OwnCgroupId;
 using testing::TempNetns;
+using testing::TwoNamespaceSockets;
 
 bool g_root = false;
-
-// Inode of this process's cgroup directory: in the v1 "memory" hierarchy
-// when `memory` is true and the host has one, else in the unified hierarchy.
-uint64_t OwnCgroupId(bool memory) {
-  std::ifstream f("/proc/self/cgroup");
-  std::string line, v1_path, v2_path;
-  while (std::getline(f, line)) {
-    if (absl::StartsWith(line, "0::")) v2_path = line.substr(3);
-    size_t p = line.find(":memory:");
-    if (p != std::string::npos) v1_path = line.substr(p + 8);
-  }
-  struct stat st;
-  if (memory && !v1_path.empty()) {
-    std::string dir = absl::StrCat("/sys/fs/cgroup/memory", v1_path == "/" ? "" : v1_path);
-    return ::stat(dir.c_str(), &st) == 0 ? st.st_ino : 0;
-  }
-  for (const char* mount : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
-    std::string probe = absl::StrCat(mount, "/cgroup.controllers");
-    if (::stat(probe.c_str(), &st) != 0) continue;
-    std::string dir = absl::StrCat(mount, v2_path == "/" ? "" : v2_path);
-    if (::stat(dir.c_str(), &st) == 0) return st.st_ino;
-  }
-  return 0;
-}
 
 NetnsRef RefFor(const TempNetns& ns) {
   struct stat st{};
@@ -82,22 +56,9 @@ TEST(TcpCensusIter, CountsEachNamespaceLikeSockDiagAndAttributesToOwnCgroup) {
   std::unique_ptr<TcpCensusIter> census = TcpCensusIter::Open(&why);
   if (!census) GTEST_SKIP() << "TCP iterator not available here: " << why;
 
-  const std::string tag = absl::StrCat("sp-census-", ::getpid());
-  TempNetns a(tag + "-a"), b(tag + "-b");
-  ASSERT_TRUE(a.ok() && b.ok()) << "ip netns add failed";
-  TcpPair pa, pb, tiny;
-  ASSERT_TRUE(a.RunInside([&] {
-    ASSERT_TRUE(MakeTcpPair(pa));
-    ASSERT_TRUE(PumpBytes(pa, 4 << 20));
-  }));
-  ASSERT_TRUE(b.RunInside([&] {
-    ASSERT_TRUE(MakeTcpPair(pb));
-    ASSERT_TRUE(PumpBytes(pb, 4 << 20));
-    ASSERT_TRUE(MakeTcpPair(tiny, 2304));  // asked for a tiny buffer, never reads
-    FillWithoutReading(tiny, 256 << 10);
-  }));
-
-  const NetnsRef ra = RefFor(a), rb = RefFor(b);
+  TwoNamespaceSockets node(absl::StrCat("sp-census-", ::getpid()));
+  ASSERT_TRUE(node.SetUp()) << "ip netns add or a loopback socket failed";
+  const NetnsRef ra = RefFor(node.a), rb = RefFor(node.b);
   TcpCensusResult only_a = census->Run({ra});
   TcpCensusResult only_b = census->Run({rb});
   TcpCensusResult both = census->Run({ra, rb});

@@ -155,16 +155,12 @@ class BpfCensusSource final : public Source {
     }
     mapper_.Begin(sample);
     auto& out = sample.census[Tier::kIter];
-    auto add = [&](uint64_t id, const SocketCensus& c) {
+    for (const auto& [id, c] : r.by_memcg) {  // charged: already a memory cgroup id
       SocketCensus& dst = out[id];
       dst.sockets += c.sockets;
       dst.clamped += c.clamped;
-    };
-    for (const auto& [id, c] : r.by_memcg) add(id, c);
-    for (const auto& [id2, c] : r.by_cgroup2) {
-      uint64_t id = mapper_.Map(id2, sample);
-      if (id != 0) add(id, c);
     }
+    mapper_.AddCensus(r.by_cgroup2, sample, out);
     sample.MarkLive(Signal::kClampedSockets, Tier::kIter);
     sample.events_lost += census_->Lost();
 #ifdef SOCKPRESSURE_WITH_BPF

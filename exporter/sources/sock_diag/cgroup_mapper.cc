@@ -49,6 +49,17 @@ uint64_t CgroupMapper::Map(uint64_t id2, const Sample& sample) {
   }
 }
 
+void CgroupMapper::AddCensus(const std::unordered_map<uint64_t, SocketCensus>& by_cgroup2, const Sample& sample,
+                             std::unordered_map<uint64_t, SocketCensus>& out) {
+  for (const auto& [id2, c] : by_cgroup2) {
+    uint64_t id = Map(id2, sample);
+    if (id == 0) continue;
+    SocketCensus& dst = out[id];
+    dst.sockets += c.sockets;
+    dst.clamped += c.clamped;
+  }
+}
+
 void CgroupMapper::Rescan() {
   rescanned_ = true;
   if (unified_root_.empty()) return;

@@ -29,6 +29,10 @@ class CgroupMapper {
   // Returns the memory cgroup id, or 0 when there are no memory cgroups.
   uint64_t Map(uint64_t id2, const Sample& sample);
   bool v1() const { return v1_; }
+  // Adds census counts keyed by cgroup v2 id onto `out`, keyed by memory
+  // cgroup id (the sample's). Counts that map nowhere are dropped.
+  void AddCensus(const std::unordered_map<uint64_t, SocketCensus>& by_cgroup2, const Sample& sample,
+                 std::unordered_map<uint64_t, SocketCensus>& out);
 
  private:
   // Walks the unified tree once: directory inode -> path. At most once per

@@ -144,14 +144,7 @@ class SockDiagSource final : public Source {
       SP_LOG_INFO("sock_diag: memory controller on cgroup v1: socket cgroup ids (unified hierarchy) are "
                   "attributed by matching paths in the v1 memory tree, else to /");
     }
-    auto& out = sample.census[Tier::kSockDiag];
-    for (const auto& [id2, c] : raw.by_cgroup2) {
-      uint64_t id = mapper_.Map(id2, sample);
-      if (id == 0) continue;
-      SocketCensus& dst = out[id];
-      dst.sockets += c.sockets;
-      dst.clamped += c.clamped;
-    }
+    mapper_.AddCensus(raw.by_cgroup2, sample, sample.census[Tier::kSockDiag]);
     sample.MarkLive(Signal::kClampedSockets, Tier::kSockDiag);
     return absl::OkStatus();
   }
