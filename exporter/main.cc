@@ -59,6 +59,8 @@ struct Options {
   int64_t am_max_alerts = 1000;
   std::string am_instance;
   std::vector<std::string> am_extra_labels;
+  std::string am_ca_file, am_basic_user, am_basic_password_file;
+  bool am_insecure = false;
 };
 
 std::string Hostname() {
@@ -129,6 +131,14 @@ int Run(int argc, char** argv) {
   flags.StringList("alertmanager.extra-label", &opt.am_extra_labels,
                    "NAME=VALUE label added to pushed alerts, e.g. job=sockpressure-exporter (what Prometheus adds to "
                    "the rule-based alert, plus any external_labels).");
+  flags.String("alertmanager.ca-file", &opt.am_ca_file,
+               "CA bundle that signed the certificates of https:// Alertmanagers (default: the system's roots).");
+  flags.Bool("alertmanager.insecure-skip-verify", &opt.am_insecure,
+             "Do not verify the certificates of https:// Alertmanagers (testing only).");
+  flags.String("alertmanager.basic-auth.username", &opt.am_basic_user,
+               "HTTP basic auth user for Alertmanager (its --web.config.file basic_auth_users).");
+  flags.String("alertmanager.basic-auth.password-file", &opt.am_basic_password_file,
+               "File holding the basic auth password (read at start; trailing newline ignored).");
   for (const SourceRegistration& r : RegisteredSources()) {
     opt.collectors[r.name] = r.enabled_by_default;
     flags.Bool(absl::StrCat("collector.", r.name), &opt.collectors[r.name],
@@ -272,6 +282,10 @@ int Run(int argc, char** argv) {
       return 2;
     }
     am.extra_labels = *extra;
+    am.ca_file = opt.am_ca_file;
+    am.insecure_skip_verify = opt.am_insecure;
+    am.basic_auth_username = opt.am_basic_user;
+    am.basic_auth_password_file = opt.am_basic_password_file;
     absl::StatusOr<std::unique_ptr<AlertmanagerPusher>> created = AlertmanagerPusher::Create(am);
     if (!created.ok()) {
       std::fprintf(stderr, "sockpressure_exporter: %s\n", std::string(created.status().message()).c_str());

@@ -9,13 +9,17 @@
 #include <cmath>
 #include <unordered_set>
 
+#include <openssl/x509.h>
+
 #include "absl/strings/ascii.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "exporter/alerting/alerting.pb.h"
+#include "exporter/common/file_reader.h"
 #include "exporter/common/logging.h"
 
 namespace sockpressure {
@@ -60,7 +64,26 @@ absl::StatusOr<LabelPairs> ParseExtraLabels(const std::vector<std::string>& entr
 
 absl::StatusOr<std::unique_ptr<AlertmanagerPusher>> AlertmanagerPusher::Create(AlertmanagerOptions options) {
   std::unique_ptr<AlertmanagerPusher> p(new AlertmanagerPusher(std::move(options)));
-  for (const std::string& url : p->options_.urls) {
+  const AlertmanagerOptions& o = p->options_;
+  std::string password;
+  if (o.basic_auth_username.empty() != o.basic_auth_password_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--alertmanager.basic-auth.username and --alertmanager.basic-auth.password-file go together");
+  }
+  if (!o.basic_auth_password_file.empty()) {
+    absl::StatusOr<std::string> pw = ReadFileToString(o.basic_auth_password_file);
+    if (!pw.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reading --alertmanager.basic-auth.password-file: ", pw.status().message()));
+    }
+    password = std::string(absl::StripTrailingAsciiWhitespace(*pw));  // files end in a newline
+  }
+  if (!o.ca_file.empty()) {
+    // httplib would silently trust nothing if the file cannot be read.
+    absl::StatusOr<std::string> ca = ReadFileToString(o.ca_file);
+    if (!ca.ok()) return absl::InvalidArgumentError(absl::StrCat("reading --alertmanager.ca-file: ", ca.status().message()));
+  }
+  for (const std::string& url : o.urls) {
     // "http://host:9093" or "https://host/prefix": httplib wants scheme+host+port
     // and the path separately.
     size_t scheme_end = url.find("://");
@@ -83,6 +106,16 @@ absl::StatusOr<std::unique_ptr<AlertmanagerPusher>> AlertmanagerPusher::Create(A
     t->client->set_write_timeout(sec, usec);
     // One connection per Alertmanager, reused between pushes.
     t->client->set_keep_alive(true);
+    if (absl::StartsWith(url, "https://")) {
+      t->client->enable_server_certificate_verification(!o.insecure_skip_verify);
+      if (!o.ca_file.empty()) t->client->set_ca_cert_path(o.ca_file.c_str());
+    }
+    if (!o.basic_auth_username.empty()) {
+      if (absl::StartsWith(url, "http://")) {
+        SP_LOG_WARN("alertmanager ", url, ": basic auth over plain http sends the password in clear text");
+      }
+      t->client->set_basic_auth(o.basic_auth_username, password);
+    }
     p->targets_.push_back(std::move(t));
   }
   return p;
@@ -270,6 +303,12 @@ void AlertmanagerPusher::Attempt(Target& t, int64_t now_ms, std::unique_lock<std
   }
   std::string error = res ? absl::StrCat("HTTP ", res->status, ": ", res->body.substr(0, 200))
                           : absl::StrCat("request failed: ", httplib::to_string(res.error()));
+  if (!res && res.error() == httplib::Error::SSLServerVerification) {
+    absl::StrAppend(&error, " (", X509_verify_cert_error_string(t.client->get_openssl_verify_result()),
+                    "; point --alertmanager.ca-file at the CA that signed Alertmanager's certificate)");
+  } else if (res && res->status == 401) {
+    absl::StrAppend(&error, " (check --alertmanager.basic-auth.username/password-file)");
+  }
   if (t.up || t.last_error != error) SP_LOG_WARN("alertmanager ", t.url, ": ", error, " (will retry)");
   t.up = false;
   t.last_error = error;

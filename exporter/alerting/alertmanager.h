@@ -41,6 +41,14 @@ struct AlertmanagerOptions {
   std::string external_url;          // base of generatorURL (the agent's own URL)
   std::string alertname = "SockPressureTCPThrottled";
   std::string severity = "warning";
+  // https:// URLs: the CA bundle that signed Alertmanager's certificate
+  // (--alertmanager.ca-file; empty = the system's roots), or no
+  // verification at all (--alertmanager.insecure-skip-verify).
+  std::string ca_file;
+  bool insecure_skip_verify = false;
+  // HTTP basic auth (Alertmanager's --web.config.file basic_auth_users); the
+  // password is read from a file so it never shows in `ps`.
+  std::string basic_auth_username, basic_auth_password_file;
   std::string runbook_url =
       "https://github.com/sockpressure/sockpressure/blob/main/alerts/runbooks/tcp-throttled.md#sockpressuretcpthrottled";
 };

@@ -71,10 +71,20 @@ def log(msg):
     print(f"[lab {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
+_ports_given = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port not handed out before in this run: the kernel may return the same
+    ephemeral port to two bind(0) calls in a row once the first socket is closed, and QEMU refuses
+    two forwarding rules on one host port (a fallback boot with three agents failed that way)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
 
 
 def http_get(url, timeout=2.0):
@@ -791,7 +801,7 @@ def main():
     ap.add_argument("--no-agent", action="store_true", help="kernel reproduction only, no agent/Prometheus")
     ap.add_argument("--agent-args", default="--signal.all-tiers",
                     help="extra agent flags (default settings plus the per-tier export)")
-    ap.add_argument("--fallback-conditions", default="swap,nopressure",
+    ap.add_argument("--fallback-conditions", default="nopressure,swap,noswap,nosocket",
                     help="conditions booted a second time with the forced-fallback agents (--fallback-agents), so "
                          "the kprobe/tp_btf tiers get a verdict; \"\" = none")
     ap.add_argument("--fallback-agents", default=FALLBACK_AGENTS,

@@ -45,10 +45,19 @@ def find_agent(argv_path=None):
     skip("sockpressure_exporter not built (pass its path, set SOCKPRESSURE_EXPORTER, or build build-mon/)")
 
 
+_ports_given = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port not handed out before by this process (two bind(0) calls in a row
+    may get the same port once the first socket is closed)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
 
 
 def http_get(url, timeout=5):
