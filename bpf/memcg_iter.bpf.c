@@ -50,7 +50,6 @@ int memcg_iter(struct bpf_iter__cgroup *ctx)
 	memcg = (void *)css - bpf_core_field_offset(struct mem_cgroup, css);
 	rec.now = bpf_jiffies64();
 	rec.gen = gen;
-	rec.flags = SP_REC_HAS_MEMCG;
 	rec.deadline = memcg_deadline(memcg);
 	if (bpf_core_field_size(memcg->socket_pressure) == 4 &&
 	    !bpf_core_field_exists(((struct mem_cgroup___u64 *)memcg)->socket_pressure))

@@ -34,15 +34,8 @@ enum sp_stat {
 	SP_STAT_NR = 8,
 };
 
-/* One record per cgroup written by the iter/cgroup program (bpf_seq_write). */
-struct sp_memcg_rec {
-	sp_u64 cgroup_id;  /* cgrp->kn->id == inode of the cgroupfs directory */
-	sp_u64 deadline;   /* memcg->socket_pressure (jiffies), 0 if never set */
-	sp_u64 now;        /* bpf_jiffies64() when the record was read */
-	sp_u32 flags;      /* SP_REC_* */
-	sp_u32 pad;
-};
-#define SP_REC_HAS_MEMCG 1u        /* the memory css exists for this cgroup */
+/* sp_memcg_state.flags (bit 1 once meant "has a memcg"; only memcgs are
+ * recorded now). */
 #define SP_REC_TCPMEM_PRESSURE 2u  /* v1 memcg->tcpmem_pressure set */
 #define SP_REC_DEADLINE_32 4u      /* socket_pressure is 32 bits (32-bit kernel) */
 

@@ -77,6 +77,11 @@ struct ClampCounters {
 };
 struct SocketCensus {
   uint64_t sockets = 0, clamped = 0;  // gauges
+  SocketCensus& operator+=(const SocketCensus& o) {
+    sockets += o.sockets;
+    clamped += o.clamped;
+    return *this;
+  }
 };
 
 // What a probe did at start-up, for sockpressure_probe_attached.

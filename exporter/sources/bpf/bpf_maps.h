@@ -71,12 +71,14 @@ int ReadHashMap(int fd, Fn&& fn) {
 }
 
 // Run count and time of one program (kernel.bpf_stats_enabled=1 only).
-inline void AddProgramStats(Sample& sample, const std::string& name, bpf_program* prog) {
-  if (!prog) return;
+inline void AddProgramStats(Sample& sample, const std::string& name, int prog_fd) {
   struct bpf_prog_info info = {};
   uint32_t len = sizeof info;
-  if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) != 0) return;
+  if (prog_fd < 0 || bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0) return;
   sample.program_stats.push_back({name, info.run_cnt, info.run_time_ns});
+}
+inline void AddProgramStats(Sample& sample, const std::string& name, bpf_program* prog) {
+  if (prog) AddProgramStats(sample, name, bpf_program__fd(prog));
 }
 
 }  // namespace sockpressure

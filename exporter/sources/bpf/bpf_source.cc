@@ -42,27 +42,6 @@ std::set<std::string, std::less<>> enabled_probes;
 
 #ifdef SOCKPRESSURE_WITH_BPF
 
-#ifndef CAP_BPF
-constexpr int kCapBpf = 39;
-#else
-constexpr int kCapBpf = CAP_BPF;
-#endif
-#ifndef CAP_PERFMON
-constexpr int kCapPerfmon = 38;
-#else
-constexpr int kCapPerfmon = CAP_PERFMON;
-#endif
-
-// Whether this process may load tracing programs at all. Without it every
-// tier would fail with EPERM; say so once instead of once per variant.
-std::string MissingPrivilege() {
-  uint64_t eff = EffectiveCapabilities();
-  bool admin = eff & CapBit(CAP_SYS_ADMIN);
-  bool bpf_perfmon = (eff & CapBit(kCapBpf)) && (eff & CapBit(kCapPerfmon));
-  if (admin || bpf_perfmon) return "";
-  return "missing CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN): run as root or grant them";
-}
-
 // libbpf's own messages go to debug level; the last warning is kept so a
 // failed variant can name the kernel's reason in the one start-up line.
 thread_local std::string last_libbpf_warning;
@@ -110,7 +89,7 @@ class BpfSourceImpl final : public BpfSource {
     memory_root_ = h.root;
     hz_ = KernelConfigHz(opt_.paths.procfs).value_or(0);
 
-    std::string priv = MissingPrivilege();
+    std::string priv = MissingBpfPrivilege();
     if (!priv.empty()) {
       SP_LOG_WARN("eBPF tiers disabled: ", priv,
                   "; the agent runs on the cgroupfs and sock_diag tiers");
@@ -490,7 +469,6 @@ void BpfSourceImpl::CollectIter(Sample& sample) {
   for (const IterRecord& rec : recs) {
     const sp_memcg_state& r = rec.state;
     last_iter_ids_.push_back(rec.cgroup_id);
-    if (!(r.flags & SP_REC_HAS_MEMCG)) continue;
     auto live = [&](uint64_t now, uint64_t deadline) { return deadline != 0 && static_cast<int64_t>(now - deadline) < 0; };
     auto [it, fresh] = iter_state_.try_emplace(rec.cgroup_id);
     IterState& s = it->second;

@@ -58,6 +58,14 @@ void NeedCapabilities(uint64_t mask, const char* why) {
   absl::StrAppend(&reasons, reasons.empty() ? "" : "; ", why, ": ", CapabilityNames(mask));
 }
 
+std::string MissingBpfPrivilege() {
+  uint64_t eff = EffectiveCapabilities();
+  bool admin = eff & CapBit(CAP_SYS_ADMIN);
+  bool bpf_perfmon = (eff & CapBit(kCapBpf)) && (eff & CapBit(kCapPerfmon));
+  if (admin || bpf_perfmon) return "";
+  return "missing CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN): run as root or grant them";
+}
+
 uint64_t EffectiveCapabilities() {
   __user_cap_data_struct data[2] = {};
   if (!GetCaps(data)) return 0;

@@ -18,8 +18,19 @@
 
 namespace sockpressure {
 
+// CAP_BPF and CAP_PERFMON (5.8), by number: Debian's UAPI header may
+// predate them.
+inline constexpr int kCapPerfmon = 38;
+inline constexpr int kCapBpf = 39;
+
 // Bit masks over CAP_* numbers (linux/capability.h).
 uint64_t CapBit(int cap);
+
+// Why this process may not load tracing BPF programs (fentry, kprobe,
+// tracepoints, iterators), or "" when it may: CAP_BPF+CAP_PERFMON, or
+// CAP_SYS_ADMIN. Every program would fail with EPERM otherwise; callers say
+// so once instead of once per attach type.
+std::string MissingBpfPrivilege();
 
 // Adds to the set kept by DropUnneededCapabilities(). Thread-safe.
 void NeedCapabilities(uint64_t mask, const char* why);

@@ -26,12 +26,6 @@
 namespace sockpressure {
 namespace {
 
-#ifndef CAP_BPF
-constexpr int kCapBpf = 39;
-#else
-constexpr int kCapBpf = CAP_BPF;
-#endif
-
 #ifdef SOCKPRESSURE_WITH_BPF
 
 class TcpCensusIterImpl final : public TcpCensusIter {
@@ -78,9 +72,7 @@ class TcpCensusIterImpl final : public TcpCensusIter {
     const int map_fd = bpf_map__fd(skel_->maps.census);
     std::vector<sp_census_key> seen;
     ReadHashMap<sp_census_val, sp_census_key>(map_fd, [&](const sp_census_key& k, const sp_census_val& v) {
-      SocketCensus& c = (k.kind == SP_CENSUS_MEMCG ? out.by_memcg : out.by_cgroup2)[k.id];
-      c.sockets += v.sockets;
-      c.clamped += v.clamped;
+      (k.kind == SP_CENSUS_MEMCG ? out.by_memcg : out.by_cgroup2)[k.id] += SocketCensus{v.sockets, v.clamped};
       out.sockets += v.sockets;
       seen.push_back(k);
     });
@@ -90,7 +82,6 @@ class TcpCensusIterImpl final : public TcpCensusIter {
 
   uint64_t Lost() const override { return ReadStats(bpf_map__fd(skel_->maps.stats))[SP_STAT_LOST]; }
   int ProgramFd() const override { return bpf_program__fd(skel_->progs.tcp_census); }
-  bpf_program* Program() const { return skel_->progs.tcp_census; }
 
  private:
   // The walk happens inside read(); the program writes only the end marker.
@@ -155,18 +146,12 @@ class BpfCensusSource final : public Source {
     }
     mapper_.Begin(sample);
     auto& out = sample.census[Tier::kIter];
-    for (const auto& [id, c] : r.by_memcg) {  // charged: already a memory cgroup id
-      SocketCensus& dst = out[id];
-      dst.sockets += c.sockets;
-      dst.clamped += c.clamped;
-    }
+    for (const auto& [id, c] : r.by_memcg) out[id] += c;  // charged: already a memory cgroup id
     mapper_.AddCensus(r.by_cgroup2, sample, out);
     sample.MarkLive(Signal::kClampedSockets, Tier::kIter);
     sample.events_lost += census_->Lost();
 #ifdef SOCKPRESSURE_WITH_BPF
-    if (BpfStatsEnabled(paths_.procfs)) {
-      AddProgramStats(sample, "tcp_census", static_cast<TcpCensusIterImpl*>(census_.get())->Program());
-    }
+    if (BpfStatsEnabled(paths_.procfs)) AddProgramStats(sample, "tcp_census", census_->ProgramFd());
 #endif
     return absl::OkStatus();
   }
@@ -183,9 +168,9 @@ class BpfCensusSource final : public Source {
 
 std::unique_ptr<TcpCensusIter> TcpCensusIter::Open(std::string* why) {
 #ifdef SOCKPRESSURE_WITH_BPF
-  uint64_t eff = EffectiveCapabilities();
-  if (!(eff & CapBit(CAP_SYS_ADMIN)) && !(eff & CapBit(kCapBpf))) {
-    *why = "missing CAP_BPF (or CAP_SYS_ADMIN)";
+  std::string priv = MissingBpfPrivilege();
+  if (!priv.empty()) {
+    *why = priv;
     return nullptr;
   }
   btf* vmlinux = btf__load_vmlinux_btf();

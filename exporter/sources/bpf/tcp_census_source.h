@@ -43,7 +43,7 @@ class TcpCensusIter {
   virtual TcpCensusResult Run(const std::vector<NetnsRef>& namespaces) = 0;
   // Map updates lost (more cgroups than SP_MAX_CGROUPS), cumulative.
   virtual uint64_t Lost() const = 0;
-  virtual int ProgramFd() const = 0;
+  virtual int ProgramFd() const = 0;  // for its run statistics
 };
 
 // nullptr (collector off) with --no-collector.bpf.

@@ -53,10 +53,7 @@ void CgroupMapper::AddCensus(const std::unordered_map<uint64_t, SocketCensus>& b
                              std::unordered_map<uint64_t, SocketCensus>& out) {
   for (const auto& [id2, c] : by_cgroup2) {
     uint64_t id = Map(id2, sample);
-    if (id == 0) continue;
-    SocketCensus& dst = out[id];
-    dst.sockets += c.sockets;
-    dst.clamped += c.clamped;
+    if (id != 0) out[id] += c;
   }
 }
 
