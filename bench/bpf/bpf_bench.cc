@@ -242,6 +242,8 @@ static bool LoopbackUp() {
   return ok;
 }
 
+static double TvSecs(const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; }
+
 static int Census(long n_sockets) {
   // A private network namespace: the sockets, ss and the census see only
   // each other, and the host's namespaces are untouched.
@@ -312,7 +314,6 @@ static int Census(long n_sockets) {
               Secs(t0, Clock::now()));
 
   std::vector<double> census_t, ss_t, iter_t;
-  double (*us)(const timeval&) = nullptr;
   size_t seen = 0, iter_seen = 0;
   std::string why;
   std::unique_ptr<sp::TcpCensusIter> iter = sp::TcpCensusIter::Open(&why);
@@ -328,10 +329,9 @@ static int Census(long n_sockets) {
       iter_t.push_back(Secs(a, Clock::now()));
       ::getrusage(RUSAGE_SELF, &ru1);
       iter_seen = res.sockets;
-      auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
       if (r == 0) {
         std::printf("iter census cpu: user %.3f s, sys %.3f s; %zu sockets%s%s\n",
-                    tv(ru1.ru_utime) - tv(ru0.ru_utime), tv(ru1.ru_stime) - tv(ru0.ru_stime), res.sockets,
+                    TvSecs(ru1.ru_utime) - TvSecs(ru0.ru_utime), TvSecs(ru1.ru_stime) - TvSecs(ru0.ru_stime), res.sockets,
                     res.first_error.empty() ? "" : ", error: ", res.first_error.c_str());
       }
     }
@@ -345,10 +345,9 @@ static int Census(long n_sockets) {
     });
     census_t.push_back(Secs(a, Clock::now()));
     ::getrusage(RUSAGE_SELF, &ru1);
-    us = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
     if (r == 0) {
-      std::printf("census cpu: user %.3f s, sys %.3f s\n", us(ru1.ru_utime) - us(ru0.ru_utime),
-                  us(ru1.ru_stime) - us(ru0.ru_stime));
+      std::printf("census cpu: user %.3f s, sys %.3f s\n", TvSecs(ru1.ru_utime) - TvSecs(ru0.ru_utime),
+                  TvSecs(ru1.ru_stime) - TvSecs(ru0.ru_stime));
     }
     if (!st.ok()) {
       std::fprintf(stderr, "census: %s\n", std::string(st.message()).c_str());
@@ -363,10 +362,10 @@ static int Census(long n_sockets) {
     ::getrusage(RUSAGE_CHILDREN, &c1);
     if (r == 0) {
       std::printf("census cpu %.3f s vs ss -tmi cpu %.3f s (user+sys) -> %.1fx less cpu\n",
-                  us(ru1.ru_utime) - us(ru0.ru_utime) + us(ru1.ru_stime) - us(ru0.ru_stime),
-                  us(c1.ru_utime) - us(c0.ru_utime) + us(c1.ru_stime) - us(c0.ru_stime),
-                  (us(c1.ru_utime) - us(c0.ru_utime) + us(c1.ru_stime) - us(c0.ru_stime)) /
-                      (us(ru1.ru_utime) - us(ru0.ru_utime) + us(ru1.ru_stime) - us(ru0.ru_stime)));
+                  TvSecs(ru1.ru_utime) - TvSecs(ru0.ru_utime) + TvSecs(ru1.ru_stime) - TvSecs(ru0.ru_stime),
+                  TvSecs(c1.ru_utime) - TvSecs(c0.ru_utime) + TvSecs(c1.ru_stime) - TvSecs(c0.ru_stime),
+                  (TvSecs(c1.ru_utime) - TvSecs(c0.ru_utime) + TvSecs(c1.ru_stime) - TvSecs(c0.ru_stime)) /
+                      (TvSecs(ru1.ru_utime) - TvSecs(ru0.ru_utime) + TvSecs(ru1.ru_stime) - TvSecs(ru0.ru_stime)));
     }
     if (rc != 0) {
       std::fprintf(stderr, "ss failed\n");

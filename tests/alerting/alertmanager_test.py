@@ -32,14 +32,6 @@ INSTANCE = "node-a:19100"
 JOB = "sockpressure-exporter"
 
 
-def metric(port, name_and_labels):
-    text = harness.http_get(f"http://127.0.0.1:{port}/metrics")
-    for line in text.splitlines():
-        if line.startswith(name_and_labels + " "):
-            return float(line.split()[-1])
-    return None
-
-
 RULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "alerts", "sockpressure-rules.yaml")
 
 
@@ -94,7 +86,7 @@ scrape_configs:
     rule_labels = dict(firing[0]["labels"])
     # Prometheus has sent it at least once and the agent's push was acked.
     time.sleep(3)
-    sent = metric(agent_port, f'sockpressure_alertmanager_alerts_sent_total{{alertmanager="http://127.0.0.1:{am_port}"}}')
+    sent = harness.metric(agent_port, f'sockpressure_alertmanager_alerts_sent_total{{alertmanager="http://127.0.0.1:{am_port}"}}')
     assert sent and sent >= 1, sent
     alerts = ours(am_port)
     assert len(alerts) == 1, f"rule-based + pushed should be one alert, got {alerts}"
@@ -139,7 +131,7 @@ def main():
         assert a["labels"] == want, a["labels"]
         assert a["generatorURL"].startswith(f"http://127.0.0.1:{agent_port}/episodes#episode-"), a["generatorURL"]
         assert "tcp-throttled.md" in a["annotations"]["runbook_url"]
-        latency = metric(agent_port, f'sockpressure_alertmanager_latency_seconds{{alertmanager="http://127.0.0.1:{am_port}"}}')
+        latency = harness.metric(agent_port, f'sockpressure_alertmanager_latency_seconds{{alertmanager="http://127.0.0.1:{am_port}"}}')
         print(f"fire: alert listed {fire_s:.1f}s after throttling began (threshold 2s, sample 0.5s); "
               f"decision->ack latency {latency}s")
         assert latency is not None and latency < 5.0, latency  # generous: 2 shared cores
@@ -175,10 +167,10 @@ def main():
         up = f'sockpressure_alertmanager_up{{alertmanager="http://127.0.0.1:{am_port}"}}'
         pending = f'sockpressure_alertmanager_pending_alerts{{alertmanager="http://127.0.0.1:{am_port}"}}'
         # >= 1: the simulator may throttle more cgroups than the one we follow.
-        harness.wait_for(lambda: (metric(agent_port, pending) or 0) >= 1 and metric(agent_port, up) == 0, 30,
+        harness.wait_for(lambda: (harness.metric(agent_port, pending) or 0) >= 1 and harness.metric(agent_port, up) == 0, 30,
                          "agent holding the undelivered alert")
         time.sleep(2)  # a few failed retries
-        errors = metric(agent_port, f'sockpressure_alertmanager_errors_total{{alertmanager="http://127.0.0.1:{am_port}"}}')
+        errors = harness.metric(agent_port, f'sockpressure_alertmanager_errors_total{{alertmanager="http://127.0.0.1:{am_port}"}}')
         assert errors and errors >= 2, errors
         am = harness.start_alertmanager(procs, am_port, os.path.join(procs.tmp, "am3"), name="alertmanager3")
         t0 = time.monotonic()

@@ -65,13 +65,6 @@ def am_alerts(port, ca, user, password):
                 and a["labels"].get("cgroup") == CGROUP]
 
 
-def metric(port, name_and_labels):
-    for line in harness.http_get(f"http://127.0.0.1:{port}/metrics").splitlines():
-        if line.startswith(name_and_labels + " "):
-            return float(line.split()[-1])
-    return None
-
-
 def main():
     args = harness.parse_args()
     harness.need("prometheus-alertmanager", "openssl", args.agent)
@@ -141,12 +134,12 @@ def main():
         assert instances == ["insecure:1", "ok:1"], f"only the agents that may push got through: {instances}"
         sel = f'{{alertmanager="https://127.0.0.1:{am_port}"}}'
         for name in ("ok", "insecure"):
-            assert metric(ports[name], "sockpressure_alertmanager_up" + sel) == 1, name
+            assert harness.metric(ports[name], "sockpressure_alertmanager_up" + sel) == 1, name
         for name, hint in (("no-ca", "--alertmanager.ca-file"), ("bad-auth", "basic-auth")):
-            harness.wait_for(lambda: (metric(ports[name], "sockpressure_alertmanager_errors_total" + sel) or 0) >= 2,
+            harness.wait_for(lambda: (harness.metric(ports[name], "sockpressure_alertmanager_errors_total" + sel) or 0) >= 2,
                              20, f"{name}: failed pushes counted")
-            assert metric(ports[name], "sockpressure_alertmanager_up" + sel) == 0, name
-            assert metric(ports[name], "sockpressure_alertmanager_pending_alerts" + sel) >= 1, name
+            assert harness.metric(ports[name], "sockpressure_alertmanager_up" + sel) == 0, name
+            assert harness.metric(ports[name], "sockpressure_alertmanager_pending_alerts" + sel) >= 1, name
             log = procs.log(f"agent-{name}")
             line = next((l for l in log.splitlines() if "alertmanager https://" in l and "will retry" in l), "")
             assert hint in line, f"{name}: the log does not say what to fix: {line or log[-2000:]}"

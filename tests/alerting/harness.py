@@ -6,12 +6,14 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from ports import free_port  # noqa: E402,F401  (shared by the test harnesses)
 
 SKIP = 77
 
@@ -28,21 +30,6 @@ def need(*tools):
         if not shutil.which(t) and not os.path.exists(t):
             print(f"SKIP: {t} not installed")
             sys.exit(SKIP)
-
-
-_ports_given = set()
-
-
-def free_port():
-    """A free loopback port not handed out before by this process (two bind(0) calls in a row
-    may get the same port once the first socket is closed)."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _ports_given:
-            _ports_given.add(port)
-            return port
 
 
 def wait_for(cond, timeout, what, step=0.1):
@@ -62,6 +49,14 @@ def wait_for(cond, timeout, what, step=0.1):
 def http_get(url, timeout=5):
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return r.read().decode()
+
+
+def metric(port, name_and_labels):
+    """The value of one series in the agent's /metrics, or None: `name{labels}` as exposed."""
+    for line in http_get(f"http://127.0.0.1:{port}/metrics").splitlines():
+        if line.startswith(name_and_labels + " "):
+            return float(line.split()[-1])
+    return None
 
 
 class Procs:

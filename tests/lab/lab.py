@@ -18,13 +18,15 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 import urllib.parse
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from ports import free_port  # noqa: E402,F401  (shared by the test harnesses)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from webhook import WebhookServer  # noqa: E402
@@ -69,22 +71,6 @@ FALLBACK_THROTTLE_ALERT = "LabSocketPressureThrottling"
 
 def log(msg):
     print(f"[lab {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-_ports_given = set()
-
-
-def free_port():
-    """A free loopback port not handed out before in this run: the kernel may return the same
-    ephemeral port to two bind(0) calls in a row once the first socket is closed, and QEMU refuses
-    two forwarding rules on one host port (a fallback boot with three agents failed that way)."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _ports_given:
-            _ports_given.add(port)
-            return port
 
 
 def http_get(url, timeout=2.0):

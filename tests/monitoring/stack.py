@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,9 @@ import time
 import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, HTTPServer
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from ports import free_port  # noqa: E402,F401  (shared by the test harnesses)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -43,21 +45,6 @@ def find_agent(argv_path=None):
         if c and os.access(c, os.X_OK):
             return c
     skip("sockpressure_exporter not built (pass its path, set SOCKPRESSURE_EXPORTER, or build build-mon/)")
-
-
-_ports_given = set()
-
-
-def free_port():
-    """A free loopback port not handed out before by this process (two bind(0) calls in a row
-    may get the same port once the first socket is closed)."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _ports_given:
-            _ports_given.add(port)
-            return port
 
 
 def http_get(url, timeout=5):
