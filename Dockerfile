@@ -4,10 +4,10 @@
 #
 #   docker build -t ghcr.io/sockpressure/sockpressure-exporter:0.1.0 .
 #
-# The BPF objects are compiled against the BTF of the *build* host
-# (/sys/kernel/btf/vmlinux, visible in build containers); CO-RE relocates them
-# on the target kernel. Build with --build-arg BPF=OFF where the build host
-# has no BTF: the agent then runs on its procfs/cgroupfs/sock_diag tiers.
+# The BPF objects are compiled against the kernel types declared in
+# bpf/sp_core.h (no vmlinux.h), so the build host needs no BTF; CO-RE
+# relocates them on the target kernel using *its* BTF. --build-arg BPF=OFF
+# builds an agent without the eBPF tiers (procfs/cgroupfs/sock_diag only).
 
 FROM debian:bookworm AS build
 ARG BPF=ON
@@ -35,10 +35,12 @@ FROM debian:bookworm-slim
 #   libcrypt1 (crypt() for --web.config.file password hashes; only priority
 #   "optional", so not guaranteed in -slim), libssl3 (libcrypto for the
 #   kubelet client's TLS). libc6/libgcc-s1/libstdc++6 are in the base image.
+#   ca-certificates: the system roots for https Alertmanagers with a public
+#   certificate (--alertmanager.ca-file is only needed for a private CA).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libprometheus-cpp-core1.0 libcpp-httplib0.11 libabsl20220623 libprotobuf32 \
-      libbpf1 libelf1 zlib1g libcrypt1 libssl3 \
+      libbpf1 libelf1 zlib1g libcrypt1 libssl3 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/sockpressure_exporter /usr/bin/sockpressure_exporter
 # Non-root by default: a plain `docker run` gets the memory.stat and procfs

@@ -31,6 +31,8 @@ enum sp_stat {
 	SP_STAT_CLAMPS = 3,     /* clamp transitions counted */
 	SP_STAT_LOST = 4,       /* map updates that failed (map full) */
 	SP_STAT_SKIPPED = 5,    /* vmpressure: tree=true, root or no memcg */
+	SP_STAT_NO_SOCK = 6,    /* prunes: a memory drop with no socket to attribute it to */
+	SP_STAT_COUNTED = 7,    /* prunes: events counted into a cgroup */
 	SP_STAT_NR = 8,
 };
 
@@ -47,6 +49,16 @@ struct sp_reclaim_val {
 	sp_u64 pressure_jiffies;       /* sum of deadline extensions (jiffies) */
 	sp_u64 last_assert_ns;         /* bpf_ktime_get_ns() of the last assertion */
 	sp_u64 last_remaining_jiffies; /* deadline - jiffies at the last assertion */
+};
+
+/* Per-cgroup counters of the prunes program (bpf/prunes.bpf.c), cumulative.
+ * The drop tier (kfree_skb) fills the first two, the function tier
+ * (tcp_collapse, tcp_prune_ofo_queue) the last two. */
+struct sp_prune_val {
+	sp_u64 rcv_mem_drops;   /* arriving segments dropped: no receive memory (PROTO_MEM) */
+	sp_u64 ofo_pruned_segs; /* queued out-of-order segments dropped by pruning */
+	sp_u64 collapses;       /* receive-queue collapse passes of tcp_prune_queue() */
+	sp_u64 ofo_prunes;      /* tcp_prune_ofo_queue() runs that dropped data */
 };
 
 /* Census of TCP sockets (iter/tcp), aggregated in the kernel per cgroup.

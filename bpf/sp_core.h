@@ -2,7 +2,7 @@
 /* Minimal hand-written kernel types for CO-RE.
  *
  * Why not vmlinux.h: generating it needs /sys/kernel/btf/vmlinux on the build
- * machine (build-notes §3). Every struct below carries preserve_access_index,
+ * machine (docs/kernel.md §5). Every struct below carries preserve_access_index,
  * so clang records each field access as a CO-RE relocation and libbpf patches
  * the real offsets from the running kernel's BTF at load time. Only the fields
  * we read are declared; their order and the padding here are irrelevant.
@@ -49,6 +49,14 @@ enum cgroup_subsys_id {
 	memory_cgrp_id = 4, /* value relocated by bpf_core_enum_value() */
 };
 
+/* include/net/dropreason-core.h (5.17+). The values move between kernels
+ * (PROTO_MEM is 16 on 6.1, 19 on 6.12, 20 on 6.18): always read through
+ * bpf_core_enum_value(), never these placeholders. */
+enum skb_drop_reason {
+	SKB_DROP_REASON_PROTO_MEM = 1,
+	SKB_DROP_REASON_TCP_OFO_QUEUE_PRUNE = 2,
+};
+
 /* mm/vmpressure.c state embedded in the memcg (include/linux/vmpressure.h). */
 struct vmpressure {
 	unsigned long scanned;
@@ -81,6 +89,7 @@ struct sock_cgroup_data {
 };
 struct sock {
 	struct sock_common __sk_common;
+	u16 sk_protocol; /* u16 since 5.6 (bfdfa51702de); earlier a bitfield */
 	int sk_rcvbuf;
 	struct sock_cgroup_data sk_cgrp_data;
 	struct mem_cgroup *sk_memcg;
@@ -88,10 +97,21 @@ struct sock {
 
 /* include/linux/tcp.h: fields were reordered into cache-line groups in 6.8,
  * hence CO-RE and never fixed offsets. */
+struct rb_node;
+struct rb_root {
+	struct rb_node *rb_node;
+};
 struct tcp_sock {
 	u32 rcv_ssthresh;
 	u16 advmss;
 	u64 bytes_received;
+	struct rb_root out_of_order_queue; /* empty <=> rb_node == NULL */
+};
+
+/* include/linux/skbuff.h: the owning socket (set by skb_set_owner_r() for
+ * queued data, by early demux for some arrivals; NULL otherwise). */
+struct sk_buff {
+	struct sock *sk;
 };
 
 /* kernel/bpf/cgroup_iter.c */

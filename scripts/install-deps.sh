@@ -11,7 +11,7 @@ export DEBIAN_FRONTEND=noninteractive
 APT=(apt-get install -y -q -o DPkg::Lock::Timeout=900)
 
 BUILD_PKGS=(
-  build-essential cmake pkg-config git ca-certificates
+  build-essential cmake pkg-config git ca-certificates ccache
   prometheus-cpp-dev libabsl-dev libprotobuf-dev protobuf-compiler
   libcpp-httplib-dev libssl-dev zlib1g-dev libcrypt-dev
   libgtest-dev libgmock-dev
@@ -20,9 +20,10 @@ BUILD_PKGS=(
 # Servers and tools the tests run for real: Prometheus, Alertmanager,
 # promtool/amtool, a browser, the QEMU kernel lab, netns tooling, linters.
 TEST_PKGS=(
-  prometheus prometheus-alertmanager yamllint python3 python3-jsonschema
+  prometheus prometheus-alertmanager yamllint python3 python3-jsonschema jsonnet
   chromium openssl curl iproute2 procps psmisc
-  qemu-system-x86 busybox-static e2fsprogs cpio kmod zstd gzip util-linux binutils systemd
+  qemu-system-x86 busybox-static e2fsprogs cpio kmod zstd xz-utils gzip util-linux binutils systemd
+  clang-14 libclang-rt-14-dev
 )
 
 missing() {  # prints the packages of "$@" that are not installed

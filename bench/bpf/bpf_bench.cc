@@ -1,12 +1,14 @@
 // Benchmarks for the eBPF tiers and the sock_diag census (root only).
 //
-//   bpf_bench throughput [GiB] [all|clamps|pressure|vmpressure] [pairs]
+//   bpf_bench throughput [GiB] [all|clamps|pressure|vmpressure|prunes] [pairs]
 //                                loopback TCP throughput and CPU per byte, the
 //                                probes vs none, ABBA-interleaved in one run
 //   bpf_bench census [sockets]   census of N loopback sockets (in a private
 //                                network namespace): the eBPF iterator and
 //                                sock_diag tiers vs `ss -tmi`
 //   bpf_bench event [calls]      per-event cost of the window-clamp handler
+//   bpf_bench drop-event [calls] per-event cost of the skb:kfree_skb handler
+//                                of bpf/prunes.bpf.c on a drop it ignores
 //   bpf_bench iter [rounds]      cost of one cgroup-iterator walk
 //
 // Changes no sysctl: bpf_stats run time is reported only when
@@ -36,7 +38,7 @@
 #include <bpf/bpf.h>
 
 #include "exporter/sources/bpf/bpf_source.h"
-#include "exporter/sources/bpf/kernel_probe.h"
+#include "exporter/sources/kernel/kernel_probe.h"
 #include "exporter/sources/bpf/tcp_census_source.h"
 #include "exporter/sources/sock_diag/sock_diag_source.h"
 #include "sockpressure_bpf.h"
@@ -139,7 +141,6 @@ static double EventCost(long calls) {
   }
   PinTo(1);
   sp::BpfOptions o;
-  o.drop_capabilities = false;
   o.pressure = o.vmpressure = false;
   std::vector<double> off, on, delta;
   double runs_per_call = 0, ns[2] = {0, 0};
@@ -165,19 +166,72 @@ static double EventCost(long calls) {
   return runs_per_call > 0.5 ? d / runs_per_call : -1;
 }
 
+// Per-event cost of the prunes drop handler (skb:kfree_skb) on the drops it
+// does not count, which is every drop on a node that is not pruning: UDP
+// datagrams to a loopback socket whose tiny receive buffer is full and never
+// read are freed with reason SOCKET_RCVBUFF, one kfree_skb per sendto and no
+// ICMP. Same ABBA pairing as EventCost, against no probe, same run.
+static int DropEventCost(long calls) {
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int rx = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int tiny = 1;  // the kernel rounds it up to its minimum
+  if (fd < 0 || rx < 0 || ::setsockopt(rx, SOL_SOCKET, SO_RCVBUF, &tiny, sizeof tiny) != 0 ||
+      ::bind(rx, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(rx, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    return 1;
+  }
+  for (int i = 0; i < 64; ++i) (void)::sendto(fd, "x", 1, 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  PinTo(1);
+  sp::BpfOptions o;
+  o.pressure = o.vmpressure = o.clamps = false;
+  o.prunes_attach = {};  // the drop handler only
+  std::vector<double> off, on, delta;
+  double ns[2] = {0, 0};
+  std::string attach;
+  AbbaPairs(10, o, [&](int, bool probes, sp::BpfSource* src) {
+    for (const sp::ProbeStatus& ps : src ? src->Probes() : std::vector<sp::ProbeStatus>{}) {
+      if (ps.attached && ps.probe == "tcp_drops") attach = ps.attach;
+    }
+    auto t0 = Clock::now();
+    for (long i = 0; i < calls; ++i) {
+      (void)::sendto(fd, "x", 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    }
+    ns[probes] = Secs(t0, Clock::now()) * 1e9 / static_cast<double>(calls);
+    (probes ? on : off).push_back(ns[probes]);
+    if (on.size() == off.size()) delta.push_back(ns[1] - ns[0]);
+  });
+  ::close(fd);
+  ::close(rx);
+  if (attach.empty()) {
+    std::printf("drop handler: not attached on this kernel\n");
+    return 1;
+  }
+  double d = Median(delta);
+  std::printf("drop handler (%s) per ignored drop: sendto to a full UDP socket %.0f ns without, %.0f ns with the probe "
+              "(median of 10 ABBA pairs x %ld calls), ratio %.4f; cost %.0f ns per event (pairs:",
+              attach.c_str(), Median(off), Median(on), calls, Median(on) / Median(off), d);
+  for (double x : delta) std::printf(" %.0f", x);
+  std::printf(")\n");
+  return 0;
+}
+
 static int Throughput(double gib, const std::string& which, int pairs) {
   const size_t bytes = static_cast<size_t>(gib * (1ull << 30));
   Transfer warm;
   if (!PinnedTransfer(256 << 20, warm)) return 1;
   sp::BpfOptions o;
-  o.drop_capabilities = false;
   if (which != "all") {
     o.clamps = which == "clamps";
     o.pressure = which == "pressure";
     o.vmpressure = which == "vmpressure";
+    o.prunes = which == "prunes";
   }
   std::vector<double> off, on, off_cpu, on_cpu, ratio;
-  uint64_t runs = 0;
+  uint64_t runs = 0, prune_runs = 0;
   double tp[2] = {0, 0};
   bool failed = false;
   AbbaPairs(pairs, o, [&](int pair, bool probes, sp::BpfSource* src) {
@@ -187,11 +241,14 @@ static int Throughput(double gib, const std::string& which, int pairs) {
       }
     }
     uint64_t before = ClampRuns(src);
+    std::vector<uint64_t> drops_before = src ? src->Stats("tcp_drops") : std::vector<uint64_t>{};
     Transfer t;
     failed |= !PinnedTransfer(bytes, t);
     tp[probes] = static_cast<double>(bytes) / t.wall / 1e9;
     (probes ? on : off).push_back(tp[probes]);
     (probes ? on_cpu : off_cpu).push_back(t.cpu / static_cast<double>(bytes) * 1e9);  // CPU s per GB
+    std::vector<uint64_t> drops_after = src ? src->Stats("tcp_drops") : std::vector<uint64_t>{};
+    if (!drops_after.empty()) prune_runs += drops_after[SP_STAT_RUNS] - drops_before[SP_STAT_RUNS];
     if (src) {
       runs += ClampRuns(src) - before;
       PrintBpfStats(src);
@@ -213,6 +270,10 @@ static int Throughput(double gib, const std::string& which, int pairs) {
   std::printf("cpu per GB moved (sender + receiver threads): no probes %.3f s, all probes %.3f s (median), "
               "+%.2f%%\n",
               c_off, c_on, 100.0 * (c_on - c_off) / c_off);
+  if (o.prunes) {
+    std::printf("prunes drop handler: %llu memory drops or prunes counted during the probe rounds (node-wide)\n",
+                static_cast<unsigned long long>(prune_runs));
+  }
   if (runs) {
     std::printf("clamp handler: %llu runs during the probe rounds (kernel.bpf_stats_enabled is %s)\n",
                 static_cast<unsigned long long>(runs), sp::BpfStatsEnabled("/proc") ? "on" : "off, not changed");
@@ -393,7 +454,6 @@ static int Iter(int rounds) {
   sp::BpfOptions o;
   o.clamps = false;
   o.vmpressure = false;
-  o.drop_capabilities = false;
   std::unique_ptr<sp::BpfSource> src = sp::NewBpfSource(o);
   sp::Sample warm;
   (void)src->Collect(warm);
@@ -422,10 +482,11 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "throughput") return Throughput(argc > 2 ? std::atof(argv[2]) : 1.0, argc > 3 ? argv[3] : "all",
                                                  argc > 4 ? std::max(1, std::atoi(argv[4])) : 20);
+  if (mode == "drop-event") return DropEventCost(argc > 2 ? std::atol(argv[2]) : 1000000);
   if (mode == "event") return EventCost(argc > 2 ? std::atol(argv[2]) : 2000000) >= 0 ? 0 : 1;
   if (mode == "census") return Census(argc > 2 ? std::atol(argv[2]) : 100000);
   if (mode == "iter") return Iter(argc > 2 ? std::atoi(argv[2]) : 1000);
-  std::fprintf(stderr, "usage: %s throughput [GiB] [all|clamps|pressure|vmpressure] [pairs] | census [sockets] | iter [rounds]\n",
+  std::fprintf(stderr, "usage: %s throughput [GiB] [all|clamps|pressure|vmpressure|prunes] [pairs] | event [calls] | drop-event [calls] | census [sockets] | iter [rounds]\n",
                argv[0]);
   return 2;
 }

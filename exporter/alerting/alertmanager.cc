@@ -11,13 +11,13 @@
 
 #include <openssl/x509.h>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "exporter/common/label_escape.h"
 #include "exporter/alerting/alerting.pb.h"
 #include "exporter/common/file_reader.h"
 #include "exporter/common/logging.h"
@@ -45,22 +45,6 @@ int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 int64_t Ms(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1000)); }
 
 }  // namespace
-
-absl::StatusOr<LabelPairs> ParseExtraLabels(const std::vector<std::string>& entries) {
-  LabelPairs out;
-  for (const std::string& e : entries) {
-    size_t eq = e.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--alertmanager.extra-label wants NAME=VALUE, got '", e, "'"));
-    }
-    std::string name = e.substr(0, eq);
-    bool valid = !absl::ascii_isdigit(static_cast<unsigned char>(name[0]));
-    for (char c : name) valid = valid && (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_');
-    if (!valid) return absl::InvalidArgumentError(absl::StrCat("invalid label name '", name, "'"));
-    out.emplace_back(name, e.substr(eq + 1));
-  }
-  return out;
-}
 
 absl::StatusOr<std::unique_ptr<AlertmanagerPusher>> AlertmanagerPusher::Create(AlertmanagerOptions options) {
   std::unique_ptr<AlertmanagerPusher> p(new AlertmanagerPusher(std::move(options)));
@@ -153,59 +137,35 @@ void AlertmanagerPusher::Update(const std::vector<Episode>& episodes, int64_t no
     std::unordered_set<uint64_t> open;
     for (const Episode& e : episodes) {
       if (e.active) open.insert(e.id);
-      auto it = alerts_.find(e.cgroup);
-      if (!e.active) {
-        // Resolve only the alert of this very episode; a newer one on the same
-        // cgroup is a different alert instance.
-        if (it != alerts_.end() && it->second.episode_id == e.id && it->second.firing) {
-          it->second.firing = false;
-          it->second.ends_ms = e.end_ms;
-          it->second.annotations["throttled_seconds"] = absl::StrFormat("%.1f", e.throttled_seconds);
-          Bump(it->second, wall_ms);
+      // Two alerts per episode, as the rules have: the warning, and the
+      // critical one once the episode has been throttled long enough.
+      for (const bool critical : {false, true}) {
+        if (critical && options_.critical_min_pressure_seconds <= 0) continue;
+        const std::string key = critical ? absl::StrCat("critical\n", e.cgroup) : e.cgroup;
+        const double threshold = critical ? options_.critical_min_pressure_seconds : options_.min_pressure_seconds;
+        auto it = alerts_.find(key);
+        if (!e.active) {
+          // Resolve only the alert of this very episode; a newer one on the same
+          // cgroup is a different alert instance.
+          if (it != alerts_.end() && it->second.episode_id == e.id && it->second.firing) {
+            it->second.firing = false;
+            it->second.ends_ms = e.end_ms;
+            it->second.annotations["throttled_seconds"] = absl::StrFormat("%.1f", e.throttled_seconds);
+            Bump(it->second, wall_ms);
+          }
+          continue;
         }
-        continue;
+        if (e.throttled_seconds < threshold) continue;
+        if (it != alerts_.end() && it->second.episode_id == e.id) {
+          // Same alert: refresh what the next resend shows, without forcing a
+          // push every sample (annotations do not change the alert's identity).
+          it->second.annotations["throttled_seconds"] = absl::StrFormat("%.1f", e.throttled_seconds);
+          continue;
+        }
+        Alert a = NewAlert(e, critical);
+        Bump(a, wall_ms);
+        alerts_[key] = std::move(a);
       }
-      if (e.throttled_seconds < options_.min_pressure_seconds) continue;
-      if (it != alerts_.end() && it->second.episode_id == e.id) {
-        // Same alert: refresh what the next resend shows, without forcing a
-        // push every sample (annotations do not change the alert's identity).
-        it->second.annotations["throttled_seconds"] = absl::StrFormat("%.1f", e.throttled_seconds);
-        continue;
-      }
-      Alert a;
-      a.episode_id = e.id;
-      a.starts_ms = e.start_ms;
-      // Same label set as the rule in alerts/sockpressure-rules.yaml, so that
-      // Alertmanager deduplicates the two paths (instance/job are what
-      // Prometheus adds; they come from flags).
-      a.labels["alertname"] = options_.alertname;
-      a.labels["severity"] = options_.severity;
-      a.labels["signal"] = std::string(EpisodeSignalLabel(e));
-      a.labels["cgroup"] = e.cgroup;
-      for (const auto& [k, v] : e.identity) a.labels[k] = v;
-      if (!options_.instance.empty()) a.labels["instance"] = options_.instance;
-      for (const auto& [k, v] : options_.extra_labels) a.labels[k] = v;
-      std::string pod;
-      for (const auto& [k, v] : e.identity) {
-        if (k == "pod") pod = v;
-      }
-      std::string ns = a.labels.count("namespace") ? a.labels["namespace"] : "";
-      a.annotations["summary"] = "TCP receive windows are throttled by memcg socket pressure.";
-      a.annotations["description"] = absl::StrCat(
-          "cgroup ", e.cgroup, pod.empty() ? "" : absl::StrCat(" (pod ", ns, "/", pod, ")"),
-          options_.instance.empty() ? "" : absl::StrCat(" on ", options_.instance),
-          " (and every cgroup below it) has been under socket pressure for ",
-          absl::StrFormat("%.0f", e.throttled_seconds),
-          " s in an ongoing episode (pushed by the agent). Its TCP sockets advertise receive windows of about "
-          "4*advmss.");
-      a.annotations["runbook_url"] = options_.runbook_url;
-      a.annotations["episode_id"] = absl::StrCat(e.id);
-      a.annotations["throttled_seconds"] = absl::StrFormat("%.1f", e.throttled_seconds);
-      if (!options_.external_url.empty()) {
-        a.generator_url = absl::StrCat(options_.external_url, "/episodes#episode-", e.id);
-      }
-      Bump(a, wall_ms);
-      alerts_[e.cgroup] = std::move(a);
     }
     // A firing alert whose episode is gone from the list without a close
     // (cannot happen with the tracker's contract, but an alert must never
@@ -275,7 +235,6 @@ void AlertmanagerPusher::Attempt(Target& t, int64_t now_ms, std::unique_lock<std
   body += "]";
 
   lock.unlock();  // never hold the state lock across the network
-  const int64_t t0 = NowMs();
   httplib::Result res = t.client->Post(t.path, body, "application/json");
   const int64_t t1 = NowMs();
   lock.lock();
@@ -297,7 +256,6 @@ void AlertmanagerPusher::Attempt(Target& t, int64_t now_ms, std::unique_lock<std
       ack.version = it.version;
       ack.sent_ms = now_ms;
     }
-    (void)t0;
     if (latency_ms >= 0) t.last_latency_seconds = static_cast<double>(latency_ms) / 1000.0;
     return;
   }
@@ -357,7 +315,16 @@ void AlertmanagerPusher::Run() {
 
 size_t AlertmanagerPusher::Pending(size_t target) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const Target& t = *targets_.at(target);
+  return PendingLocked(*targets_.at(target));
+}
+
+size_t AlertmanagerPusher::FiringLocked() const {
+  size_t firing = 0;
+  for (const auto& [key, a] : alerts_) firing += a.firing ? 1 : 0;
+  return firing;
+}
+
+size_t AlertmanagerPusher::PendingLocked(const Target& t) const {
   size_t n = 0;
   for (const auto& [key, a] : alerts_) {
     auto it = t.acked.find(key);
@@ -368,8 +335,7 @@ size_t AlertmanagerPusher::Pending(size_t target) const {
 
 std::string AlertmanagerPusher::Status() const {
   std::lock_guard<std::mutex> lock(mu_);
-  size_t firing = 0;
-  for (const auto& [key, a] : alerts_) firing += a.firing ? 1 : 0;
+  const size_t firing = FiringLocked();
   std::vector<std::string> parts;
   for (const auto& t : targets_) {
     parts.push_back(absl::StrCat(t->url, " ",
@@ -383,8 +349,7 @@ std::string AlertmanagerPusher::Status() const {
 
 void AlertmanagerPusher::WriteMetrics(MetricWriter& out) const {
   std::lock_guard<std::mutex> lock(mu_);
-  size_t firing = 0;
-  for (const auto& [key, a] : alerts_) firing += a.firing ? 1 : 0;
+  const size_t firing = FiringLocked();
   out.Family("sockpressure_alertmanager_alerts",
              "Alerts the agent holds for Alertmanager: firing, or resolved and not yet acked by every Alertmanager.",
              MetricKind::kGauge);
@@ -395,14 +360,7 @@ void AlertmanagerPusher::WriteMetrics(MetricWriter& out) const {
   out.Value({}, {}, static_cast<double>(dropped_total_));
   out.Family("sockpressure_alertmanager_pending_alerts",
              "Alert versions this Alertmanager has not acknowledged yet (the retry queue).", MetricKind::kGauge);
-  for (const auto& t : targets_) {
-    size_t n = 0;
-    for (const auto& [key, a] : alerts_) {
-      auto it = t->acked.find(key);
-      n += (it == t->acked.end() || it->second.version != a.version) ? 1 : 0;
-    }
-    out.Value({}, {{"alertmanager", t->url}}, static_cast<double>(n));
-  }
+  for (const auto& t : targets_) out.Value({}, {{"alertmanager", t->url}}, static_cast<double>(PendingLocked(*t)));
   out.Family("sockpressure_alertmanager_up", "1 when the last push to this Alertmanager succeeded.",
              MetricKind::kGauge);
   for (const auto& t : targets_) out.Value({}, {{"alertmanager", t->url}}, t->up ? 1 : 0);

@@ -25,7 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "exporter/alerting/episodes.h"
-#include "exporter/outputs/metric_writer.h"
+#include "exporter/common/metric_writer.h"
 
 namespace sockpressure {
 
@@ -41,6 +41,9 @@ struct AlertmanagerOptions {
   std::string external_url;          // base of generatorURL (the agent's own URL)
   std::string alertname = "SockPressureTCPThrottled";
   std::string severity = "warning";
+  // An episode throttled this long also fires SockPressureTCPThrottledCritical
+  // (severity critical), as the rule does for sustained throttling; 0 = never.
+  double critical_min_pressure_seconds = 300;
   // https:// URLs: the CA bundle that signed Alertmanager's certificate
   // (--alertmanager.ca-file; empty = the system's roots), or no
   // verification at all (--alertmanager.insecure-skip-verify).
@@ -53,7 +56,13 @@ struct AlertmanagerOptions {
       "https://github.com/sockpressure/sockpressure/blob/main/alerts/runbooks/tcp-throttled.md#sockpressuretcpthrottled";
 };
 
-// Parses "NAME=VALUE" list entries (--alertmanager.extra-label).
+// The default `instance` label of pushed alerts: the node name when known
+// (NODE_NAME from the DaemonSet's downward API, what the ServiceMonitor's
+// relabeling makes the scraped instance), else <hostname>:<port>, so the
+// pushed and rule-based alerts deduplicate in Alertmanager.
+std::string DefaultAlertInstance(absl::string_view node_name, absl::string_view host_port);
+
+// Parses "NAME=VALUE" list entries (--alertmanager.extra-label; alerting_flags.cc).
 absl::StatusOr<LabelPairs> ParseExtraLabels(const std::vector<std::string>& entries);
 
 // Thread-safe. Update() is called on the sampler thread and only touches
@@ -93,12 +102,17 @@ class AlertmanagerPusher {
   struct Target;
 
   explicit AlertmanagerPusher(AlertmanagerOptions options);
+  // A new firing alert for `e` (episode_alert.cc).
+  Alert NewAlert(const Episode& e, bool critical) const;
   void Run();
   bool Due(const Target& t, const std::string& key, const Alert& a, int64_t now_ms) const;
   void Attempt(Target& t, int64_t now_ms, std::unique_lock<std::mutex>& lock);
   void Bump(Alert& a, int64_t now_ms);
   void Evict();
   void Forget();
+  // Both need mu_ held.
+  size_t PendingLocked(const Target& t) const;
+  size_t FiringLocked() const;
 
   AlertmanagerOptions options_;
   mutable std::mutex mu_;
@@ -106,7 +120,8 @@ class AlertmanagerPusher {
   bool stopping_ = false;
   bool started_ = false;
   std::thread thread_;
-  std::unordered_map<std::string, Alert> alerts_;  // key: cgroup path
+  // key: cgroup path (warning), "critical\n" + cgroup path (critical)
+  std::unordered_map<std::string, Alert> alerts_;
   std::vector<std::unique_ptr<Target>> targets_;
   uint64_t next_version_ = 1;
   uint64_t dropped_total_ = 0;

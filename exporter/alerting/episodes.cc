@@ -9,6 +9,7 @@ EpisodePreconditions PreconditionsOf(const Snapshot& s) {
   EpisodePreconditions pre;
   pre.swap_enabled = s.swap_enabled;
   pre.socket_accounting_enabled = s.socket_accounting_enabled;
+  if (s.node.mglru_caps) pre.mglru_enabled = (*s.node.mglru_caps & 1) != 0;
   pre.cgroup_mode = s.cgroup_mode;
   pre.kernel_release = s.node.kernel_release.value_or("");
   pre.signal_tier = s.signal_tier;
@@ -26,6 +27,22 @@ namespace {
 
 constexpr size_t kMaxReclaimersTracked = 512;
 constexpr long kMaxReclaimersPerSample = 64;
+
+// Appends one sample to a bounded timeline, merging neighbours pairwise when
+// it is full (see kEpisodeTimelinePoints).
+void AppendTimeline(std::vector<EpisodePoint>& tl, const EpisodePoint& p) {
+  if (tl.size() >= kEpisodeTimelinePoints) {
+    std::vector<EpisodePoint> merged;
+    merged.reserve(kEpisodeTimelinePoints / 2 + 1);
+    for (size_t i = 0; i + 1 < tl.size(); i += 2) {
+      merged.push_back({tl[i + 1].end_ms, tl[i].interval_seconds + tl[i + 1].interval_seconds,
+                        tl[i].pressure_seconds + tl[i + 1].pressure_seconds, tl[i].clamps + tl[i + 1].clamps});
+    }
+    if (tl.size() % 2 == 1) merged.push_back(tl.back());
+    tl = std::move(merged);
+  }
+  tl.push_back(p);
+}
 
 uint64_t Delta(uint64_t now, uint64_t before) { return now >= before ? now - before : now; }
 double DeltaSeconds(double now, double before) { return now >= before ? now - before : now; }
@@ -109,6 +126,7 @@ void EpisodeTracker::Observe(const Snapshot& s) {
   struct Deltas {
     uint64_t events = 0, clamps = 0, throttled = 0, scanned = 0, reclaimed = 0;
     double seconds = 0;
+    PruneCounters prunes;
   };
   std::vector<Deltas> deltas(s.cgroups.size());
   for (size_t i = 0; i < s.cgroups.size(); ++i) {
@@ -122,7 +140,12 @@ void EpisodeTracker::Observe(const Snapshot& s) {
       d.throttled = Delta(b.sock_throttled_total.value_or(0), pc.prev_throttled);
       d.scanned = Delta(b.scanned_total, pc.prev_scanned);
       d.reclaimed = Delta(b.reclaimed_total, pc.prev_reclaimed);
+      d.prunes.collapses = Delta(b.prunes_total.collapses, pc.prev_prunes.collapses);
+      d.prunes.ofo_prunes = Delta(b.prunes_total.ofo_prunes, pc.prev_prunes.ofo_prunes);
+      d.prunes.ofo_pruned_segs = Delta(b.prunes_total.ofo_pruned_segs, pc.prev_prunes.ofo_pruned_segs);
+      d.prunes.rcv_mem_drops = Delta(b.prunes_total.rcv_mem_drops, pc.prev_prunes.rcv_mem_drops);
     }
+    pc.prev_prunes = b.prunes_total;
     pc.prev_events = b.pressure_events_total;
     pc.prev_seconds = b.pressure_seconds_total;
     pc.prev_clamps = b.clamps_total;
@@ -189,10 +212,17 @@ void EpisodeTracker::Observe(const Snapshot& s) {
     }
     if (pc.open) {
       Episode& e = pc.open->e;
+      AppendTimeline(e.timeline, {now_ms, interval, d.seconds > 0 ? d.seconds : (pressure ? interval : 0), d.clamps});
       if (c.best.ratio && (!e.peak_ratio || *c.best.ratio > *e.peak_ratio)) {
         // Only windows that completed while the episode was open count.
         if (d.scanned > 0) e.peak_ratio = c.best.ratio;
       }
+      // Pruning and drops are what throttling costs the receiver; they do
+      // not open an episode (a socket's own SO_RCVBUF overrun prunes too).
+      e.prunes.collapses += d.prunes.collapses;
+      e.prunes.ofo_prunes += d.prunes.ofo_prunes;
+      e.prunes.ofo_pruned_segs += d.prunes.ofo_pruned_segs;
+      e.prunes.rcv_mem_drops += d.prunes.rcv_mem_drops;
       e.own_scanned += d.scanned;
       e.own_reclaimed += d.reclaimed;
       for (const Reclaim& rc : reclaiming) {

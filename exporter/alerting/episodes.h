@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "exporter/outputs/metric_writer.h"
+#include "exporter/common/metric_writer.h"
 #include "exporter/state/snapshot.h"
 
 namespace sockpressure {
@@ -36,6 +36,7 @@ struct EpisodeOptions {
 struct EpisodePreconditions {
   bool swap_enabled = false;
   bool socket_accounting_enabled = true;
+  std::optional<bool> mglru_enabled;  // absent without CONFIG_LRU_GEN
   CgroupMode cgroup_mode = CgroupMode::kUnknown;
   std::string kernel_release;
   std::array<Tier, kSignalCount> signal_tier = NoTiers();
@@ -48,6 +49,19 @@ struct ReclaimerPages {
   std::string cgroup;
   uint64_t reclaimed = 0, scanned = 0;
 };
+
+// One step of an episode's timeline: what one sample interval (or, in a long
+// episode, several merged ones) saw. Kept so the /episodes page can draw it.
+struct EpisodePoint {
+  int64_t end_ms = 0;
+  double interval_seconds = 0;
+  double pressure_seconds = 0;  // the cgroup's own socket-pressure seconds
+  uint64_t clamps = 0;          // receive-window clamps
+};
+// Bound per episode: when a timeline reaches it, neighbouring points merge
+// pairwise (half as many points, each twice as long), so memory stays fixed
+// however long the episode runs and the whole episode stays visible.
+inline constexpr size_t kEpisodeTimelinePoints = 120;
 
 // A copy of one episode (the tracker's own records are never handed out).
 struct Episode {
@@ -65,12 +79,14 @@ struct Episode {
   uint64_t clamps = 0;
   uint64_t peak_clamped_sockets = 0, peak_sockets = 0;
   uint64_t sock_throttled = 0;
+  PruneCounters prunes;  // pruning and memory drops while open (not a trigger)
   std::string trigger;
   bool saw_pressure = false;  // the socket_pressure signal itself fired
   EpisodePreconditions preconditions;
   std::vector<ReclaimerPages> top_reclaimers;  // filled when copied out
   uint64_t own_scanned = 0, own_reclaimed = 0;
   uint32_t samples = 0;
+  std::vector<EpisodePoint> timeline;  // oldest first, at most kEpisodeTimelinePoints
 
   // Start to the last throttled sample.
   double DurationSeconds() const;
@@ -112,6 +128,7 @@ class EpisodeTracker {
     bool have_prev = false;
     uint64_t prev_events = 0, prev_clamps = 0, prev_throttled = 0, prev_scanned = 0, prev_reclaimed = 0;
     double prev_seconds = 0;
+    PruneCounters prev_prunes;
     uint64_t episodes_total = 0;
     double closed_seconds_total = 0;
     std::shared_ptr<Record> open;

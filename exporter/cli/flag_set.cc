@@ -31,9 +31,15 @@ void FlagSet::Bool(std::string name, bool* dst, std::string help) {
 
 void FlagSet::Int(std::string name, int64_t* dst, std::string help) {
   flags_.push_back({name, std::move(help), absl::StrCat(*dst), "int", false, [dst, name](const std::string& v) {
-                      if (!absl::SimpleAtoi(v, dst)) {
+                      int64_t parsed = 0;
+                      if (!absl::SimpleAtoi(v, &parsed)) {
                         return absl::InvalidArgumentError(absl::StrCat("--", name, ": not an integer: '", v, "'"));
                       }
+                      if (parsed < 0 || parsed > kMaxFlagInt) {
+                        return absl::InvalidArgumentError(
+                            absl::StrCat("--", name, ": must be between 0 and ", kMaxFlagInt, ", got '", v, "'"));
+                      }
+                      *dst = parsed;
                       return absl::OkStatus();
                     }});
 }
@@ -41,10 +47,17 @@ void FlagSet::Int(std::string name, int64_t* dst, std::string help) {
 void FlagSet::Duration(std::string name, absl::Duration* dst, std::string help) {
   flags_.push_back({name, std::move(help), absl::FormatDuration(*dst), "duration", false,
                     [dst, name](const std::string& v) {
-                      if (!absl::ParseDuration(v, dst)) {
+                      absl::Duration parsed;
+                      if (!absl::ParseDuration(v, &parsed)) {
                         return absl::InvalidArgumentError(
                             absl::StrCat("--", name, ": not a duration (e.g. 1s, 500ms): '", v, "'"));
                       }
+                      if (parsed < absl::ZeroDuration() || parsed > kMaxFlagDuration) {
+                        return absl::InvalidArgumentError(absl::StrCat("--", name, ": must be between 0s and ",
+                                                                       absl::FormatDuration(kMaxFlagDuration),
+                                                                       ", got '", v, "'"));
+                      }
+                      *dst = parsed;
                       return absl::OkStatus();
                     }});
 }
@@ -62,6 +75,19 @@ const FlagSet::Flag* FlagSet::Find(const std::string& name) const {
     if (f.name == name) return &f;
   }
   return nullptr;
+}
+
+void FlagSet::Add(std::initializer_list<Spec> table) {
+  struct Register {
+    FlagSet* set;
+    const Spec& spec;
+    void operator()(std::string* dst) const { set->String(spec.name, dst, spec.help); }
+    void operator()(bool* dst) const { set->Bool(spec.name, dst, spec.help); }
+    void operator()(int64_t* dst) const { set->Int(spec.name, dst, spec.help); }
+    void operator()(absl::Duration* dst) const { set->Duration(spec.name, dst, spec.help); }
+    void operator()(std::vector<std::string>* dst) const { set->StringList(spec.name, dst, spec.help); }
+  };
+  for (const Spec& spec : table) std::visit(Register{this, spec}, spec.dst);
 }
 
 absl::Status FlagSet::Parse(int argc, const char* const* argv, std::vector<std::string>* positional, bool* help,

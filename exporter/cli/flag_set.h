@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,13 +20,31 @@ namespace sockpressure {
 
 // Not thread-safe; used once at start-up. Defaults are the values the
 // destination variables hold when the flag is registered.
+//
+// Every Int is within [0, kMaxFlagInt] and every Duration within
+// [0, kMaxFlagDuration]: no flag needs more, and beyond them values overflow
+// the int and time arithmetic they feed (an infinite interval busy-looped
+// the sampler; 2^31 requests wrapped to a negative limit).
 class FlagSet {
  public:
+  static constexpr int64_t kMaxFlagInt = INT32_MAX;
+  static inline const absl::Duration kMaxFlagDuration = absl::Hours(24);
+
   void String(std::string name, std::string* dst, std::string help);
   void Bool(std::string name, bool* dst, std::string help);  // also --no-NAME
   void Int(std::string name, int64_t* dst, std::string help);
   void Duration(std::string name, absl::Duration* dst, std::string help);
   void StringList(std::string name, std::vector<std::string>* dst, std::string help);  // repeatable
+
+  // One row of an area's flag table. The flag's type follows from where its
+  // value goes, so a row cannot register a duration as a string.
+  struct Spec {
+    std::string name;
+    std::variant<std::string*, bool*, int64_t*, absl::Duration*, std::vector<std::string>*> dst;
+    std::string help;
+  };
+  // Registers each row in order (the order --help lists them in).
+  void Add(std::initializer_list<Spec> table);
 
   // Parses argv[1..]. Arguments that do not start with "--" are collected in
   // `positional` (e.g. the `doctor` command). "--help" and "--version" set

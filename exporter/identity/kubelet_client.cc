@@ -97,7 +97,7 @@ absl::StatusOr<std::string> FetchOnce(const KubeletOptions& options, const Parse
   if (res->status != 200) {
     std::string hint;
     if (res->status == 401) hint = " (token rejected: check --kubelet.token-file)";
-    if (res->status == 403) hint = " (forbidden: the service account needs get on nodes/proxy, see deploy/)";
+    if (res->status == 403) hint = " (forbidden: the service account needs get on nodes/pods, or nodes/proxy on kubelets without fine-grained authorization; see deploy/README.md)";
     return absl::UnavailableError(
         absl::StrCat("GET ", url.scheme_host_port, url.path, ": HTTP ", res->status, hint));
   }
@@ -107,16 +107,18 @@ absl::StatusOr<std::string> FetchOnce(const KubeletOptions& options, const Parse
 }  // namespace
 
 void RegisterKubeletFlags(FlagSet* flags, KubeletOptions* options) {
-  flags->String("kubelet.url", &options->url,
-                "Kubelet pod list for namespace/pod/container labels. Empty: https://$NODE_IP:10250/pods when "
-                "NODE_IP is set, else off; 'none': off. A URL without a path gets /pods.");
-  flags->String("kubelet.token-file", &options->token_file,
-                "Bearer token for the kubelet, re-read before every request (token rotation).");
-  flags->String("kubelet.ca-file", &options->ca_file, "CA bundle that signed the kubelet's serving certificate.");
-  flags->Bool("kubelet.insecure-skip-verify", &options->insecure_skip_verify,
-              "Do not verify the kubelet's TLS certificate (self-signed kubelet certificates).");
-  flags->String("kubelet.pods-file", &options->pods_file,
-                "Read the PodList JSON from this file instead of the kubelet (testing, debugging).");
+  flags->Add({
+      {"kubelet.url", &options->url,
+       "Kubelet pod list for namespace/pod/container labels. Empty: https://$NODE_IP:10250/pods when "
+       "NODE_IP is set, else off; 'none': off. A URL without a path gets /pods."},
+      {"kubelet.token-file", &options->token_file,
+       "Bearer token for the kubelet, re-read before every request (token rotation)."},
+      {"kubelet.ca-file", &options->ca_file, "CA bundle that signed the kubelet's serving certificate."},
+      {"kubelet.insecure-skip-verify", &options->insecure_skip_verify,
+       "Do not verify the kubelet's TLS certificate (self-signed kubelet certificates)."},
+      {"kubelet.pods-file", &options->pods_file,
+       "Read the PodList JSON from this file instead of the kubelet (testing, debugging)."},
+  });
 }
 
 std::string EffectiveKubeletUrl(const std::string& flag, const char* node_ip) {

@@ -2,9 +2,11 @@
 #include "exporter/outputs/http_server.h"
 
 #include <httplib.h>
+#include <algorithm>
 #include <zlib.h>
 
 #include "absl/strings/match.h"
+#include "exporter/outputs/http_request.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "exporter/common/logging.h"
@@ -30,13 +32,19 @@ std::string Gzip(absl::string_view data) {
   z_stream zs{};
   // windowBits 15 + 16 selects the gzip wrapper.
   if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
-  std::string out;
-  out.resize(deflateBound(&zs, data.size()) + 32);
+  // The output grows as deflate fills it, from an eighth of the input (the
+  // exposition compresses about tenfold), instead of deflateBound(), which is
+  // more than the input: a 10 MB body should not cost another 10 MB here.
+  std::string out(std::max<size_t>(data.size() / 8, 4096), '\0');
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  int rc = deflate(&zs, Z_FINISH);
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    if (zs.total_out == out.size()) out.resize(out.size() + out.size() / 2);
+    zs.next_out = reinterpret_cast<Bytef*>(out.data() + zs.total_out);
+    zs.avail_out = static_cast<uInt>(out.size() - zs.total_out);
+    rc = deflate(&zs, Z_FINISH);
+  }
   out.resize(zs.total_out);
   deflateEnd(&zs);
   return rc == Z_STREAM_END ? out : std::string();
@@ -47,14 +55,20 @@ HttpServer::HttpServer(HttpOptions options, MetricsEndpoint* metrics, std::funct
       metrics_(metrics),
       healthy_(std::move(healthy)),
       auth_(options_.web.basic_auth_users) {
-  if (options_.web.tls()) {
-    const char* ca = options_.web.client_ca_file.empty() ? nullptr : options_.web.client_ca_file.c_str();
-    server_ = std::make_unique<httplib::SSLServer>(options_.web.cert_file.c_str(), options_.web.key_file.c_str(), ca);
-  } else {
-    server_ = std::make_unique<httplib::Server>();
-  }
   links_.push_back({options_.telemetry_path, "Metrics"});
   links_.push_back({"/healthz", "Health"});
+  // Answered by Serve() itself (ServeMetrics), which can hand the front a
+  // shared body; the entry makes it a known route.
+  routes_[options_.telemetry_path] = [](const httplib::Request&, httplib::Response&) {};
+  routes_["/"] = [this](const httplib::Request&, httplib::Response& res) {
+    std::string html =
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>sockpressure exporter</title></head><body>"
+        "<h1>sockpressure exporter</h1><p>Detects TCP receive windows throttled by memory-cgroup socket "
+        "pressure.</p><ul>";
+    for (const LandingLink& l : links_) absl::StrAppend(&html, "<li><a href=\"", l.path, "\">", l.text, "</a></li>");
+    html += "</ul></body></html>\n";
+    res.set_content(html, "text/html; charset=utf-8");
+  };
 }
 
 HttpServer::~HttpServer() { Stop(); }
@@ -69,100 +83,93 @@ bool HttpServer::Admit(const httplib::Request& req, httplib::Response& res) {
   return true;
 }
 
-void HttpServer::ServeMetrics(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::ServeMetrics(const httplib::Request& req, FrontResponse* out) {
   RenderedMetrics m = metrics_->Render(req.get_header_value("Accept"));
-  if (m.body.empty()) {
-    res.status = 503;
-    res.set_content("no sample yet\n", "text/plain");
+  if (!m.body || m.body->empty()) {
+    *out = {503, {{"Content-Type", "text/plain"}}, "no sample yet\n"};
     return;
   }
-  // httplib gzips text/* itself when the client accepts it; the protobuf
-  // content type is not on its list, so compress that one here.
-  bool proto = absl::StartsWith(m.content_type, "application/vnd.google.protobuf");
-  if (proto && absl::StrContains(req.get_header_value("Accept-Encoding"), "gzip")) {
-    std::string z = Gzip(m.body);
+  out->status = 200;
+  out->headers = {{"Content-Type", m.content_type}};
+  // Honours q values: "gzip;q=0" means the client refuses gzip.
+  if (AcceptsGzip(req.get_header_value("Accept-Encoding"))) {
+    std::string z = Gzip(*m.body);
     if (!z.empty()) {
-      res.set_header("Content-Encoding", "gzip");
-      res.set_content(std::move(z), m.content_type.c_str());
+      out->headers.emplace_back("Content-Encoding", "gzip");
+      out->body = std::move(z);
       return;
     }
   }
-  res.set_content(std::move(m.body), m.content_type.c_str());
+  out->shared_body = std::move(m.body);  // served from the cache, not copied
 }
 
 void HttpServer::Get(const std::string& path, Handler handler, std::string link_text) {
   if (!link_text.empty()) links_.push_back({path, std::move(link_text)});
-  server_->Get(path, [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
-    if (Admit(req, res)) handler(req, res);
-  });
+  routes_[path] = std::move(handler);
+}
+
+bool HttpServer::ServeInline(const RequestHead& head, FrontResponse* out) {
+  if (head.path == "/healthz") {
+    // No basic auth here (see the class comment); cheap enough for the I/O thread.
+    bool ok = healthy_();
+    *out = {ok ? 200 : 503, {{"Content-Type", "text/plain"}}, ok ? "ok\n" : "sampler stalled\n"};
+    return true;
+  }
+  if (routes_.count(head.path) == 0) {
+    *out = {404, {{"Content-Type", "text/plain"}}, "404 page not found\n"};
+    return true;
+  }
+  return false;
+}
+
+void HttpServer::Serve(const RequestHead& head, FrontResponse* out) {
+  httplib::Request req;
+  req.method = head.method;
+  req.target = head.target;
+  req.path = httplib::detail::decode_url(head.path, false);
+  for (const auto& [k, v] : head.headers) req.headers.emplace(k, v);
+  httplib::detail::parse_query_text(head.query, req.params);
+  httplib::Response res;
+  auto route = routes_.find(head.path);
+  bool admitted = Admit(req, res);
+  if (admitted && head.path == options_.telemetry_path) return ServeMetrics(req, out);
+  if (admitted && route != routes_.end()) route->second(req, res);
+  out->status = res.status < 0 ? 200 : res.status;
+  out->headers.assign(res.headers.begin(), res.headers.end());
+  out->body = std::move(res.body);
 }
 
 absl::Status HttpServer::Start() {
-  absl::StatusOr<ListenAddress> addr = ParseListenAddress(options_.listen_address);
-  if (!addr.ok()) return addr.status();
-  if (!server_->is_valid()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("TLS server could not load cert_file/key_file ", options_.web.cert_file, " / ",
-                     options_.web.key_file));
+  std::shared_ptr<Listener> listener = options_.listener;
+  if (!listener) {
+    absl::StatusOr<std::unique_ptr<Listener>> opened = Listener::Open(options_.listen_address, options_.web);
+    if (!opened.ok()) return opened.status();
+    listener = std::move(*opened);
   }
-  int timeout_sec = static_cast<int>(options_.timeout_seconds);
-  server_->set_read_timeout(timeout_sec, 0);
-  server_->set_write_timeout(timeout_sec, 0);
-  server_->set_keep_alive_timeout(5);
-  server_->set_payload_max_length(64 * 1024);  // we accept no uploads
-  // Bound the work in flight: beyond max_requests concurrent requests the
-  // agent answers 503 at once instead of queueing unboundedly.
-  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    // httplib runs the post-routing handler for every response written,
-    // including this 503, so the counter is decremented there only.
-    if (in_flight_.fetch_add(1) >= options_.max_requests) {
-      res.status = 503;
-      res.set_content("too many concurrent requests\n", "text/plain");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    (void)req;
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  server_->set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    in_flight_.fetch_sub(1);
-    std::string handler = req.path == options_.telemetry_path ? "metrics" : (res.status == 404 ? "other" : req.path);
-    metrics_->CountRequest(handler, res.status);
-  });
-  server_->Get(options_.telemetry_path, [this](const httplib::Request& req, httplib::Response& res) {
-    if (Admit(req, res)) ServeMetrics(req, res);
-  });
-  server_->Get("/healthz", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Admit(req, res)) return;
-    bool ok = healthy_();
-    res.status = ok ? 200 : 503;
-    res.set_content(ok ? "ok\n" : "sampler stalled\n", "text/plain");
-  });
-  server_->Get("/", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Admit(req, res)) return;
-    std::string html =
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>sockpressure exporter</title></head><body>"
-        "<h1>sockpressure exporter</h1><p>Detects TCP receive windows throttled by memory-cgroup socket "
-        "pressure.</p><ul>";
-    for (const LandingLink& l : links_) absl::StrAppend(&html, "<li><a href=\"", l.path, "\">", l.text, "</a></li>");
-    html += "</ul></body></html>\n";
-    res.set_content(html, "text/html; charset=utf-8");
-  });
-  port_ = addr->port == 0 ? server_->bind_to_any_port(addr->host) : (server_->bind_to_port(addr->host, addr->port)
-                                                                         ? addr->port
-                                                                         : -1);
-  if (port_ < 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen_address,
-                                               " (address in use or not permitted)"));
-  }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
-  SP_LOG_INFO("listening on ", addr->host, ":", port_, options_.web.tls() ? " (TLS)" : "",
-              auth_.enabled() ? " with basic auth" : "");
+  port_ = listener->port();
+  FrontOptions fo;
+  fo.request_timeout_seconds = options_.timeout_seconds;
+  fo.write_timeout_seconds = options_.timeout_seconds;
+  fo.max_requests = options_.max_requests;
+  front_ = std::make_unique<HttpFront>(
+      fo, [this](const RequestHead& h, FrontResponse* r) { return ServeInline(h, r); },
+      [this](const RequestHead& h, FrontResponse* r) { Serve(h, r); },
+      [this](const std::string& path, int status) {
+        // Bounded label values: the telemetry path, registered routes and
+        // /healthz by name; anything else an attacker sends is "other".
+        std::string handler = path == options_.telemetry_path ? "metrics"
+                              : (path == "/healthz" || (status != 404 && routes_.count(path))) ? path
+                                                                                               : "other";
+        metrics_->CountRequest(handler, status);
+      });
+  front_->Start(std::move(listener));
+  SP_LOG_INFO("listening on ", options_.listen_address, " port ", port_, options_.web.tls() ? " (TLS)" : "",
+              auth_.enabled() ? " with basic auth (not on /healthz)" : "");
   return absl::OkStatus();
 }
 
 void HttpServer::Stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (front_) front_->Stop();
 }
 
 }  // namespace sockpressure

@@ -6,6 +6,7 @@
 #include "absl/strings/string_view.h"
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -13,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "exporter/outputs/http_front.h"
 #include "exporter/outputs/metrics_endpoint.h"
 #include "exporter/outputs/web_config.h"
 
@@ -35,8 +37,11 @@ struct HttpOptions {
   std::string listen_address = ":19100";
   std::string telemetry_path = "/metrics";
   int max_requests = 40;        // concurrent requests; more get 503
-  double timeout_seconds = 10;  // read and write timeouts
+  double timeout_seconds = 10;  // whole-request read and whole-response write deadlines
   WebConfig web;
+  // Opened by the caller before sampling starts (Listener::Open), so that
+  // start-up errors come first; when null, Start() opens it.
+  std::shared_ptr<Listener> listener;
 };
 
 struct LandingLink {
@@ -44,7 +49,11 @@ struct LandingLink {
   std::string text;
 };
 
-// Thread-safe after Start(): handlers run on the server's worker threads.
+// Routes, basic auth and request metrics over HttpFront (http_front.h).
+// /healthz is answered on the front's I/O thread without basic auth (it
+// reveals only "ok" or "sampler stalled"), so that kubelet httpGet probes
+// work with auth on and no /metrics load can starve them.
+// Thread-safe after Start(): handlers run on the front's worker threads.
 class HttpServer {
  public:
   using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
@@ -63,16 +72,17 @@ class HttpServer {
 
  private:
   bool Admit(const httplib::Request& req, httplib::Response& res);
-  void ServeMetrics(const httplib::Request& req, httplib::Response& res);
+  void ServeMetrics(const httplib::Request& req, FrontResponse* out);
+  void Serve(const RequestHead& head, FrontResponse* out);
+  bool ServeInline(const RequestHead& head, FrontResponse* out);
 
   HttpOptions options_;
   MetricsEndpoint* metrics_;
   std::function<bool()> healthy_;
-  std::unique_ptr<httplib::Server> server_;
+  std::map<std::string, Handler> routes_;  // exact paths; fixed before Start()
   BasicAuthChecker auth_;
   std::vector<LandingLink> links_;
-  std::atomic<int> in_flight_{0};
-  std::thread thread_;
+  std::unique_ptr<HttpFront> front_;
   int port_ = 0;
 };
 

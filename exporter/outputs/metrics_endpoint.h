@@ -3,6 +3,8 @@
 #pragma once
 
 #include "absl/strings/string_view.h"
+#include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,13 +22,17 @@ namespace sockpressure {
 class Sampler;
 
 struct RenderedMetrics {
-  std::string body;
+  // Shared with the cache and every response that serves it: a body is
+  // rendered once per sample and format and never copied (null: no sample).
+  std::shared_ptr<const std::string> body;
   std::string content_type;
 };
 
 // Thread-safe: any number of HTTP threads may call Render() concurrently.
 // The rendering of one snapshot in one format is cached, so concurrent
-// scrapers of the same sample share the work.
+// scrapers of the same sample share the work and the memory: while text and
+// protobuf are both scraped the agent holds one body of each (plus a gzip
+// copy per response that asked for it), whatever the number of scrapers.
 class MetricsEndpoint {
  public:
   MetricsEndpoint(const Sampler* sampler, BuildInfo build, EmitOptions options);
@@ -39,6 +45,16 @@ class MetricsEndpoint {
   RenderedMetrics RenderSnapshot(const Snapshot& snapshot, bool protobuf) const;
 
   void CountRequest(const std::string& handler, int code);
+
+  // Drops the cached bodies of snapshots older than the latest one (call on
+  // every publish): they are never served again, and a body cached before
+  // thousands of cgroups went away is tens of MB. The cache also holds its
+  // snapshot, so that the snapshot's release, which returns free memory to
+  // the kernel when it was much larger than the latest (Sampler), comes
+  // after its body's.
+  void DropStale(uint64_t latest_sequence);
+  // Bytes of rendered bodies kept for the next scrape (tests).
+  size_t cached_bytes() const;
 
   // Extension point for feature areas (e.g. alerting episodes): each writer
   // appends its own families after the snapshot's. Call before serving.
@@ -56,9 +72,21 @@ class MetricsEndpoint {
   prometheus::Family<prometheus::Counter>* scrapes_;
   std::vector<ExtraWriter> extra_writers_;
 
-  std::mutex mu_;
-  uint64_t cached_sequence_[2] = {0, 0};
-  std::shared_ptr<const std::string> cached_body_[2];
+  struct Cached {
+    std::shared_ptr<const Snapshot> snapshot;  // declared first: released after the body
+    std::shared_ptr<const std::string> body;
+  };
+  // Moves the entries of snapshots older than `sequence` into `dropped`, to
+  // be released once mu_ is unlocked.
+  void DropOlderLocked(uint64_t sequence, Cached (&dropped)[2]);
+  mutable std::mutex mu_;
+  Cached cached_[2];  // text, protobuf
+  uint64_t rendering_[2] = {0, 0};  // sequence being rendered per format (0: none; samples count from 1)
+  std::condition_variable rendered_;
+  // Size of the last rendering per format: the next one reserves it (+1/8),
+  // so a body is allocated once instead of growing by doubling (which holds
+  // 1.5x its size during each reallocation and leaves up to 2x capacity).
+  mutable std::atomic<size_t> last_size_[2] = {0, 0};
 };
 
 }  // namespace sockpressure

@@ -1,67 +1,127 @@
 #include "absl/strings/string_view.h"
 #include "exporter/outputs/proto_writer.h"
 
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-#include <google/protobuf/util/delimited_message_util.h>
+#include <cstring>
 
-#include "exporter/proto/metrics.pb.h"
+#include "exporter/common/label_escape.h"
 
 namespace sockpressure {
 namespace {
 
-namespace pc = io::prometheus::client;
+// io.prometheus.client (exporter/proto/metrics.proto) written straight in
+// the protobuf wire format. Why not the generated classes: they build a
+// MetricFamily object tree (a message, a repeated field and two strings per
+// label) for every series of a family before serialising it, which was most
+// of the render time and, at 10,000 cgroups, tens of MB of short-lived heap.
+// The bytes are the same as SerializeDelimitedToZeroCopyStream() writes
+// (fields in number order; tests/unit/exposition_test.cc parses them back
+// with the generated classes).
+namespace wire {
+// Tags: (field number << 3) | wire type (0 varint, 1 fixed64, 2 length-delimited).
+constexpr char kFamilyName = 0x0a, kFamilyHelp = 0x12, kFamilyType = 0x18, kFamilyMetric = 0x22;
+constexpr char kMetricLabel = 0x0a, kMetricGauge = 0x12, kMetricCounter = 0x1a;
+constexpr char kLabelName = 0x0a, kLabelValue = 0x12;
+constexpr char kValueDouble = 0x09;
+constexpr uint64_t kTypeCounter = 0, kTypeGauge = 1;
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+void Varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out += static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  out += static_cast<char>(v);
+}
+void Bytes(std::string& out, char tag, absl::string_view s) {
+  out += tag;
+  Varint(out, s.size());
+  out.append(s.data(), s.size());
+}
+size_t BytesSize(size_t len) { return 1 + VarintSize(len) + len; }
+}  // namespace wire
 
 class ProtoWriter final : public MetricWriter {
  public:
-  ProtoWriter() : stream_(&out_) {}
+  explicit ProtoWriter(size_t reserve) { out_.reserve(reserve); }
 
   void Family(absl::string_view name, absl::string_view help, MetricKind kind) override {
     Flush();
-    family_.set_name(std::string(name));
-    family_.set_help(std::string(help));
-    family_.set_type(kind == MetricKind::kCounter ? pc::COUNTER : pc::GAUGE);
-    open_ = true;
+    counter_ = kind == MetricKind::kCounter;
+    wire::Bytes(family_, wire::kFamilyName, name);
+    wire::Bytes(family_, wire::kFamilyHelp, help);
+    family_ += wire::kFamilyType;
+    wire::Varint(family_, counter_ ? wire::kTypeCounter : wire::kTypeGauge);
+    header_size_ = family_.size();
   }
 
   void Value(const std::vector<LabelRef>& base, std::initializer_list<LabelRef> extra, double value) override {
-    pc::Metric* m = family_.add_metric();
-    for (const LabelRef& l : base) AddLabel(m, l);
-    for (const LabelRef& l : extra) AddLabel(m, l);
-    if (family_.type() == pc::COUNTER) m->mutable_counter()->set_value(value);
-    else m->mutable_gauge()->set_value(value);
+    // Label values as in the text format: valid UTF-8 (EscapeLabelValue).
+    escaped_.clear();
+    size_t metric_size = 0;
+    auto measure = [&](const LabelRef& l) {
+      escaped_.push_back(LabelValueIsClean(l.value) ? std::string() : EscapeLabelValue(l.value));
+      absl::string_view v = escaped_.back().empty() ? l.value : escaped_.back();
+      metric_size += wire::BytesSize(wire::BytesSize(l.name.size()) + wire::BytesSize(v.size()));
+    };
+    for (const LabelRef& l : base) measure(l);
+    for (const LabelRef& l : extra) measure(l);
+    metric_size += 1 + 1 + 1 + 8;  // gauge|counter { value: double }
+
+    family_ += wire::kFamilyMetric;
+    wire::Varint(family_, metric_size);
+    size_t i = 0;
+    auto write = [&](const LabelRef& l) {
+      absl::string_view v = escaped_[i].empty() ? l.value : escaped_[i];
+      ++i;
+      family_ += wire::kMetricLabel;
+      wire::Varint(family_, wire::BytesSize(l.name.size()) + wire::BytesSize(v.size()));
+      wire::Bytes(family_, wire::kLabelName, l.name);
+      wire::Bytes(family_, wire::kLabelValue, v);
+    };
+    for (const LabelRef& l : base) write(l);
+    for (const LabelRef& l : extra) write(l);
+    family_ += counter_ ? wire::kMetricCounter : wire::kMetricGauge;
+    family_ += static_cast<char>(9);  // the Gauge/Counter message: one tagged double
+    family_ += wire::kValueDouble;
+    char le[8];
+    std::memcpy(le, &value, 8);  // x86-64 and arm64 are little-endian, as the wire format
+    family_.append(le, 8);
   }
 
   std::string Finish() override {
     Flush();
-    // Each SerializeDelimitedToZeroCopyStream() call backs the stream up to
-    // the bytes written, so out_ holds exactly the encoded families.
     return std::move(out_);
   }
 
  private:
-  static void AddLabel(pc::Metric* m, const LabelRef& l) {
-    pc::LabelPair* p = m->add_label();
-    p->set_name(std::string(l.name));
-    p->set_value(std::string(l.value));
-  }
-
   void Flush() {
     // Prometheus rejects families without samples in the protobuf format.
-    if (open_ && family_.metric_size() > 0) {
-      google::protobuf::util::SerializeDelimitedToZeroCopyStream(family_, &stream_);
+    if (family_.size() > header_size_) {
+      wire::Varint(out_, family_.size());
+      out_ += family_;
     }
-    family_.Clear();
-    open_ = false;
+    family_.clear();  // keeps its capacity: one family's worth, reused
+    header_size_ = 0;
   }
 
   std::string out_;
-  google::protobuf::io::StringOutputStream stream_;
-  pc::MetricFamily family_;
-  bool open_ = false;
+  std::string family_;  // the open family, without its length prefix
+  size_t header_size_ = 0;
+  bool counter_ = false;
+  std::vector<std::string> escaped_;  // per label of the current series; empty = the value as it is
 };
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the protobuf wire format stores doubles little-endian");
 
 }  // namespace
 
-std::unique_ptr<MetricWriter> NewProtoWriter() { return std::make_unique<ProtoWriter>(); }
+std::unique_ptr<MetricWriter> NewProtoWriter(size_t reserve) { return std::make_unique<ProtoWriter>(reserve); }
 
 }  // namespace sockpressure

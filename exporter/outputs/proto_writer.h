@@ -3,15 +3,17 @@
 #pragma once
 
 #include "absl/strings/string_view.h"
+#include <cstddef>
 #include <memory>
 
-#include "exporter/outputs/metric_writer.h"
+#include "exporter/common/metric_writer.h"
 
 namespace sockpressure {
 
 inline constexpr absl::string_view kProtoContentType =
     "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
 
-std::unique_ptr<MetricWriter> NewProtoWriter();
+// `reserve`: bytes to allocate up front (e.g. the size of the last rendering).
+std::unique_ptr<MetricWriter> NewProtoWriter(size_t reserve = 0);
 
 }  // namespace sockpressure

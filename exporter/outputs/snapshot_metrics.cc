@@ -1,58 +1,42 @@
 #include "absl/strings/string_view.h"
 #include "exporter/outputs/snapshot_metrics.h"
 
+#include "exporter/outputs/prune_metrics.h"
+
 #include <cctype>
 #include <cmath>
-#include <functional>
-#include <limits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "exporter/sources/procfs_sources.h"
+#include "exporter/outputs/cgroup_series.h"
+#include "exporter/outputs/context_metrics.h"
 
 namespace sockpressure {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+// The core profile (the default): the signal itself, at most 8 series per
+// cgroup (9 on 6.19+ with sock_throttled). What a cgroup where nothing
+// happened shows, and why (README "Metrics"):
+//  * counters are exported from the first sample on, at 0, so that rate()
+//    and increase() count the first event after a quiet start (Prometheus
+//    does not count the first sample of a new series as an increase);
+//  * gauges that describe an episode appear with it: the ratio and `active`
+//    from the first completed vmpressure window on (`active` also while an
+//    ancestor's pressure covers the cgroup, as 1), clamped sockets
+//    while the cgroup has sockets. A gauge has no rate() to break, and an
+//    absent gauge reads as "nothing happened here".
+bool HasReclaim(const CgroupView& c) { return HasSignal(c, Signal::kReclaim); }
+bool HasPressure(const CgroupView& c) { return HasSignal(c, Signal::kSocketPressure); }
 
-double Bytes(uint64_t v) { return v == UINT64_MAX ? kInf : static_cast<double>(v); }
-
-std::vector<LabelRef> CgroupLabels(const CgroupView& c) {
-  std::vector<LabelRef> labels;
-  labels.reserve(1 + c.identity.size());
-  labels.push_back({"cgroup", c.path});
-  for (const auto& [k, v] : c.identity) labels.push_back({k, v});
-  return labels;
-}
-
-// One per-cgroup family with one value per cgroup (or none).
-struct CgroupFamily {
-  const char* name;
-  MetricKind kind;
-  const char* help;
-  std::function<std::optional<double>(const CgroupView&)> value;
-};
-
-template <typename T>
-std::optional<double> Opt(const std::optional<T>& v) {
-  if (!v) return std::nullopt;
-  return static_cast<double>(*v);
-}
-
-bool HasReclaim(const CgroupView& c) { return c.tier[static_cast<int>(Signal::kReclaim)] != Tier::kNone; }
-bool HasPressure(const CgroupView& c) {
-  return c.tier[static_cast<int>(Signal::kSocketPressure)] != Tier::kNone;
-}
-
-const std::vector<CgroupFamily>& CgroupFamilies() {
+const std::vector<CgroupFamily>& CoreFamilies() {
   static const std::vector<CgroupFamily> families = {
       {"sockpressure_memcg_reclaim_scanned_pages_total", MetricKind::kCounter,
        "Pages that memory reclaim scanned on this cgroup's own LRU lists (not its descendants'), as fed to "
        "vmpressure().",
-       [](const CgroupView& c) { return HasReclaim(c) ? Opt<uint64_t>(c.best.scanned_total) : std::nullopt; }},
+       [](const CgroupView& c) { return HasReclaim(c) ? OptValue<uint64_t>(c.best.scanned_total) : std::nullopt; }},
       {"sockpressure_memcg_reclaim_reclaimed_pages_total", MetricKind::kCounter,
        "Pages that memory reclaim freed from this cgroup's own LRU lists, as fed to vmpressure().",
-       [](const CgroupView& c) { return HasReclaim(c) ? Opt<uint64_t>(c.best.reclaimed_total) : std::nullopt; }},
+       [](const CgroupView& c) { return HasReclaim(c) ? OptValue<uint64_t>(c.best.reclaimed_total) : std::nullopt; }},
       {"sockpressure_memcg_scan_without_reclaim_ratio", MetricKind::kGauge,
        "1 - reclaimed/scanned over the last completed vmpressure window (>= 512 scanned pages); the kernel "
        "asserts socket pressure at >= 0.60.",
@@ -61,7 +45,7 @@ const std::vector<CgroupFamily>& CgroupFamilies() {
        "Times the kernel set memcg->socket_pressure on this cgroup (a vmpressure window at medium or critical), "
        "each throttling the TCP receive windows of its sockets and its descendants' for 1 s.",
        [](const CgroupView& c) {
-         return HasPressure(c) ? Opt<uint64_t>(c.best.pressure_events_total) : std::nullopt;
+         return HasPressure(c) ? OptValue<uint64_t>(c.best.pressure_events_total) : std::nullopt;
        }},
       {"sockpressure_memcg_socket_pressure_seconds_total", MetricKind::kCounter,
        "Seconds during which this cgroup's own socket-pressure deadline was in the future, i.e. the kernel "
@@ -73,107 +57,36 @@ const std::vector<CgroupFamily>& CgroupFamilies() {
        "1 while the kernel treats this cgroup's sockets as under memory pressure: its own or an ancestor's "
        "socket-pressure deadline is live (mem_cgroup_under_socket_pressure walks up to the root).",
        [](const CgroupView& c) {
-         return HasPressure(c) ? std::optional<double>(c.pressure_active ? 1 : 0) : std::nullopt;
+         if (!HasPressure(c) || !(c.best.ratio || c.pressure_active)) return std::optional<double>();
+         return std::optional<double>(c.pressure_active ? 1 : 0);
        }},
       {"sockpressure_memcg_sock_throttled_total", MetricKind::kCounter,
        "Times the kernel found a socket of this cgroup under memcg socket pressure (memory.events.local "
        "sock_throttled, kernel 6.19+).",
-       [](const CgroupView& c) { return Opt(c.best.sock_throttled_total); }},
+       [](const CgroupView& c) { return OptValue(c.best.sock_throttled_total); }},
       {"sockpressure_tcp_window_clamps_total", MetricKind::kCounter,
        "Times the kernel pulled a TCP socket's rcv_ssthresh down to 4*advmss or less while its memory cgroup was "
        "under socket pressure, for sockets charged to this cgroup.",
        [](const CgroupView& c) {
-         return c.tier[static_cast<int>(Signal::kWindowClamps)] != Tier::kNone
-                    ? Opt<uint64_t>(c.best.clamps_total)
-                    : std::nullopt;
+         return HasSignal(c, Signal::kWindowClamps) ? OptValue<uint64_t>(c.best.clamps_total) : std::nullopt;
        }},
-      {"sockpressure_tcp_sockets", MetricKind::kGauge, "TCP sockets charged to this memory cgroup.",
-       [](const CgroupView& c) { return c.best.census ? Opt<uint64_t>(c.best.census->sockets) : std::nullopt; }},
       {"sockpressure_tcp_clamped_sockets", MetricKind::kGauge,
        "TCP sockets of this cgroup whose receive window is clamped right now (rcv_ssthresh == 4*advmss while "
        "data flows).",
-       [](const CgroupView& c) { return c.best.census ? Opt<uint64_t>(c.best.census->clamped) : std::nullopt; }},
-      {"sockpressure_memcg_anon_bytes", MetricKind::kGauge,
-       "Anonymous memory of this cgroup and its descendants (memory.stat anon; v1 total_rss).",
-       [](const CgroupView& c) { return Opt(c.anon_bytes); }},
-      {"sockpressure_memcg_file_bytes", MetricKind::kGauge,
-       "Page cache of this cgroup and its descendants (memory.stat file; v1 total_cache).",
-       [](const CgroupView& c) { return Opt(c.file_bytes); }},
-      {"sockpressure_memcg_sock_bytes", MetricKind::kGauge,
-       "Memory charged for socket buffers (memory.stat sock; may lag, it is flushed lazily).",
-       [](const CgroupView& c) { return Opt(c.sock_bytes); }},
-      {"sockpressure_memcg_swap_bytes", MetricKind::kGauge,
-       "Swap used by this cgroup and its descendants (memory.swap.current; v1 total_swap).",
-       [](const CgroupView& c) { return Opt(c.swap_bytes); }},
-      {"sockpressure_memcg_usage_bytes", MetricKind::kGauge,
-       "Memory charged to this cgroup and its descendants (memory.current; v1 memory.usage_in_bytes).",
-       [](const CgroupView& c) { return Opt(c.memory_current); }},
-      {"sockpressure_memcg_oom_kills_total", MetricKind::kCounter,
-       "Processes the OOM killer killed in this cgroup and its descendants (memory.events oom_kill).",
-       [](const CgroupView& c) { return Opt(c.events_oom_kill); }},
-      {"sockpressure_memcg_kmem_tcp_usage_bytes", MetricKind::kGauge,
-       "cgroup v1: TCP buffer memory charged to this cgroup (memory.kmem.tcp.usage_in_bytes).",
-       [](const CgroupView& c) { return Opt(c.kmem_tcp_usage); }},
-      {"sockpressure_memcg_kmem_tcp_limit_bytes", MetricKind::kGauge,
-       "cgroup v1: TCP buffer limit; only when it is set do v1 sockets get a memory cgroup and tcpmem pressure.",
        [](const CgroupView& c) {
-         return c.kmem_tcp_limit ? std::optional<double>(Bytes(*c.kmem_tcp_limit)) : std::nullopt;
+         if (!c.best.census || c.best.census->sockets == 0) return std::optional<double>();
+         return OptValue<uint64_t>(c.best.census->clamped);
        }},
-      {"sockpressure_memcg_kmem_tcp_failcnt_total", MetricKind::kCounter,
-       "cgroup v1: times TCP buffer charges hit the limit (memory.kmem.tcp.failcnt), which sets tcpmem pressure.",
-       [](const CgroupView& c) { return Opt(c.kmem_tcp_failcnt); }},
   };
   return families;
 }
 
-void WriteCgroupFamilies(const Snapshot& s, MetricWriter& out) {
+void WriteCgroupFamilies(const Snapshot& s, const EmitOptions& options, MetricWriter& out) {
   std::vector<std::vector<LabelRef>> labels;
   labels.reserve(s.cgroups.size());
   for (const CgroupView& c : s.cgroups) labels.push_back(CgroupLabels(c));
-
-  for (const CgroupFamily& f : CgroupFamilies()) {
-    out.Family(f.name, f.help, f.kind);
-    for (size_t i = 0; i < s.cgroups.size(); ++i) {
-      if (std::optional<double> v = f.value(s.cgroups[i])) out.Value(labels[i], {}, *v);
-    }
-  }
-
-  out.Family("sockpressure_memcg_vmpressure_windows_total",
-             "vmpressure windows (>= 512 scanned pages of this cgroup) by the kernel's verdict; medium and critical "
-             "set socket pressure.",
-             MetricKind::kCounter);
-  for (size_t i = 0; i < s.cgroups.size(); ++i) {
-    const CgroupView& c = s.cgroups[i];
-    if (!HasReclaim(c)) continue;
-    for (int l = 0; l < 3; ++l) {
-      out.Value(labels[i], {{"level", PressureLevelName(static_cast<PressureLevel>(l))}},
-                static_cast<double>(c.best.windows_total[l]));
-    }
-  }
-
-  out.Family("sockpressure_memcg_limit_bytes",
-             "Memory limits and protections of this cgroup (memory.max/high/low/min, memory.swap.max; v1 "
-             "limit_in_bytes as max and soft_limit_in_bytes as high); +Inf when unlimited.",
-             MetricKind::kGauge);
-  for (size_t i = 0; i < s.cgroups.size(); ++i) {
-    const CgroupView& c = s.cgroups[i];
-    const std::pair<const char*, const std::optional<uint64_t>*> limits[] = {
-        {"max", &c.memory_max}, {"high", &c.memory_high}, {"low", &c.memory_low},
-        {"min", &c.memory_min}, {"swap_max", &c.swap_max}};
-    for (const auto& [name, v] : limits) {
-      if (*v) out.Value(labels[i], {{"limit", name}}, Bytes(**v));
-    }
-  }
-
-  out.Family("sockpressure_memcg_psi_stall_seconds_total",
-             "Time tasks of this cgroup stalled on memory (memory.pressure total); vmpressure socket pressure can "
-             "fire while this stays near zero.",
-             MetricKind::kCounter);
-  for (size_t i = 0; i < s.cgroups.size(); ++i) {
-    const CgroupView& c = s.cgroups[i];
-    if (c.psi_some) out.Value(labels[i], {{"kind", "some"}}, static_cast<double>(c.psi_some->total_us) / 1e6);
-    if (c.psi_full) out.Value(labels[i], {{"kind", "full"}}, static_cast<double>(c.psi_full->total_us) / 1e6);
-  }
+  WriteCgroupFamilyList(CoreFamilies(), s, labels, out);
+  if (options.context) WriteContextFamilies(s, labels, out);
 }
 
 // --signal.all-tiers: every live tier's view of every cgroup, so the lab can
@@ -229,6 +142,14 @@ void WriteNode(const Snapshot& s, MetricWriter& out) {
     out.Value(none, {}, static_cast<double>(n.swaps->size_bytes));
     out.Family("sockpressure_node_swap_used_bytes", "Used space of active swap areas.", MetricKind::kGauge);
     out.Value(none, {}, static_cast<double>(n.swaps->used_bytes));
+  }
+  if (n.mglru_caps) {
+    out.Family("sockpressure_node_mglru_enabled",
+               "1 when the multi-generational LRU does reclaim (/sys/kernel/mm/lru_gen/enabled bit 0); absent "
+               "without CONFIG_LRU_GEN. It changes which pages reclaim scans, and so how often hot anonymous memory "
+               "is scanned without being reclaimed, which arms socket pressure (measured per kernel: README).",
+               MetricKind::kGauge);
+    out.Value(none, {}, (*n.mglru_caps & 1) ? 1 : 0);
   }
   if (n.nosocket) {
     out.Family("sockpressure_node_socket_accounting_enabled",
@@ -305,12 +226,27 @@ void WriteAgent(const Snapshot& s, const BuildInfo& build, MetricWriter& out) {
   for (const CollectorResult& c : s.collectors) out.Value(none, {{"collector", c.name}}, c.success ? 1 : 0);
   out.Family("sockpressure_collector_duration_seconds", "Wall time of the collector's last run.", MetricKind::kGauge);
   for (const CollectorResult& c : s.collectors) out.Value(none, {{"collector", c.name}}, c.duration_seconds);
+  out.Family("sockpressure_collector_last_run_timestamp_seconds",
+             "Unix time of the collector's last run; older than the last sample for a context collector whose "
+             "last reading is held while the node is idle (--sample.context-interval).",
+             MetricKind::kGauge);
+  for (const CollectorResult& c : s.collectors) {
+    out.Value(none, {{"collector", c.name}}, static_cast<double>(c.ran_unix_millis) / 1000.0);
+  }
 
   out.Family("sockpressure_cgroups_tracked", "Memory cgroups with series.", MetricKind::kGauge);
   out.Value(none, {}, static_cast<double>(s.cgroups.size()));
   out.Family("sockpressure_cgroups_untracked", "Memory cgroups beyond --cgroup.max, not read in the last sample.",
              MetricKind::kGauge);
   out.Value(none, {}, static_cast<double>(s.cgroups_untracked));
+  out.Family("sockpressure_cgroups_skipped_total",
+             "Cgroups left out of a sample (with their subtrees) by reason: path_too_long, symlink, unreadable.",
+             MetricKind::kCounter);
+  // Every reason has a series from the start, so that increase() sees the first one.
+  for (absl::string_view reason : {"path_too_long", "symlink", "unreadable"}) {
+    auto it = s.cgroups_skipped_total.find(std::string(reason));
+    out.Value(none, {{"reason", reason}}, it == s.cgroups_skipped_total.end() ? 0.0 : static_cast<double>(it->second));
+  }
   out.Family("sockpressure_cgroups_overflow_total", "Samples in which --cgroup.max left cgroups out.",
              MetricKind::kCounter);
   out.Value(none, {}, static_cast<double>(s.cgroups_overflow_total));
@@ -363,8 +299,12 @@ std::string TcpExtMetricPart(absl::string_view name) {
 
 void WriteSnapshotMetrics(const Snapshot& snapshot, const BuildInfo& build, const EmitOptions& options,
                           MetricWriter& out) {
-  WriteCgroupFamilies(snapshot, out);
-  if (options.all_tiers) WriteAllTiers(snapshot, out);
+  WriteCgroupFamilies(snapshot, options, out);
+  WritePruneFamilies(snapshot, out);  // prune_metrics.cc
+  if (options.all_tiers) {
+    WriteAllTiers(snapshot, out);
+    WritePruneTiers(snapshot, out);
+  }
   WriteNode(snapshot, out);
   WriteAgent(snapshot, build, out);
 }

@@ -4,7 +4,7 @@
 #include "absl/strings/string_view.h"
 #include <string>
 
-#include "exporter/outputs/metric_writer.h"
+#include "exporter/common/metric_writer.h"
 #include "exporter/state/snapshot.h"
 
 namespace sockpressure {
@@ -17,6 +17,9 @@ struct BuildInfo {
 
 struct EmitOptions {
   bool all_tiers = false;  // --signal.all-tiers: sockpressure_tier_*{source}
+  // --collector.context: the context series of every cgroup (sizes, limits,
+  // PSI, vmpressure windows by level, OOM kills, sockets; context_metrics.h).
+  bool context = false;
 };
 
 // Thread-safe: reads only its arguments.

@@ -1,10 +1,12 @@
 #include "absl/strings/string_view.h"
 #include "exporter/outputs/text_writer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "exporter/common/label_escape.h"
 
 namespace sockpressure {
 namespace {
@@ -23,6 +25,13 @@ void AppendEscaped(std::string& out, absl::string_view s, bool is_help) {
   }
 }
 
+bool PlainAscii(absl::string_view s) {
+  for (char c : s) {
+    if ((static_cast<unsigned char>(c) & 0x80) != 0 || c == '\\' || c == '"' || c == '\n') return false;
+  }
+  return true;
+}
+
 void AppendValue(std::string& out, double v) {
   if (std::isnan(v)) { out += "NaN"; return; }
   if (std::isinf(v)) { out += v > 0 ? "+Inf" : "-Inf"; return; }
@@ -38,7 +47,7 @@ void AppendValue(std::string& out, double v) {
 
 class TextWriter final : public MetricWriter {
  public:
-  TextWriter() { out_.reserve(1 << 16); }
+  explicit TextWriter(size_t reserve) { out_.reserve(std::max<size_t>(reserve, 1 << 16)); }
 
   void Family(absl::string_view name, absl::string_view help, MetricKind kind) override {
     // The header is written with the first series, so a family with no
@@ -64,7 +73,12 @@ class TextWriter final : public MetricWriter {
         first = false;
         out_.append(l.name.data(), l.name.size());
         out_ += "=\"";
-        AppendEscaped(out_, l.value, false);
+        // Fast path: plain ASCII with nothing to escape (nearly every cgroup
+        // path) is appended whole.
+        if (PlainAscii(l.value)) out_.append(l.value.data(), l.value.size());
+        // Label values must be valid UTF-8: cgroup names may not be.
+        else if (LabelValueIsClean(l.value)) AppendEscaped(out_, l.value, false);
+        else AppendEscaped(out_, EscapeLabelValue(l.value), false);
         out_ += '"';
       };
       for (const LabelRef& l : base) add(l);
@@ -98,7 +112,7 @@ void MetricWriter::PromCppFamilies(const std::vector<prometheus::MetricFamily>& 
   }
 }
 
-std::unique_ptr<MetricWriter> NewTextWriter() { return std::make_unique<TextWriter>(); }
+std::unique_ptr<MetricWriter> NewTextWriter(size_t reserve) { return std::make_unique<TextWriter>(reserve); }
 
 std::string FormatSampleValue(double value) {
   std::string s;

@@ -2,15 +2,17 @@
 #pragma once
 
 #include "absl/strings/string_view.h"
+#include <cstddef>
 #include <memory>
 
-#include "exporter/outputs/metric_writer.h"
+#include "exporter/common/metric_writer.h"
 
 namespace sockpressure {
 
 inline constexpr absl::string_view kTextContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-std::unique_ptr<MetricWriter> NewTextWriter();
+// `reserve`: bytes to allocate up front (e.g. the size of the last rendering).
+std::unique_ptr<MetricWriter> NewTextWriter(size_t reserve = 0);
 
 // Formats a sample value the way Prometheus parses it: integers exactly,
 // +Inf/-Inf/NaN spelled out, other doubles in shortest round-trip form.

@@ -3,6 +3,8 @@
 
 #include <crypt.h>
 
+#include <cstdlib>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -100,6 +102,18 @@ absl::StatusOr<WebConfig> LoadWebConfig(const std::string& path) {
   return cfg;
 }
 
+BasicAuthChecker::BasicAuthChecker(std::map<std::string, std::string> users) : users_(std::move(users)) {
+  // "$2y$10$...": the cost is the two digits after the second '$'.
+  int best = -1;
+  for (const auto& [user, hash] : users_) {
+    int cost = hash.size() > 6 ? std::atoi(hash.substr(4, 2).c_str()) : 0;
+    if (cost > best) {
+      best = cost;
+      decoy_hash_ = hash;
+    }
+  }
+}
+
 bool BasicAuthChecker::Check(absl::string_view header) {
   if (!absl::ConsumePrefix(&header, "Basic ")) return false;
   std::string decoded;
@@ -109,7 +123,14 @@ bool BasicAuthChecker::Check(absl::string_view header) {
   std::string user = decoded.substr(0, colon);
   std::string password = decoded.substr(colon + 1);
   auto it = users_.find(user);
-  if (it == users_.end()) return false;
+  if (it == users_.end()) {
+    // An unknown user costs one bcrypt verification like a wrong password,
+    // so that response times do not tell which user names exist. The
+    // slowest configured hash is used and the result ignored.
+    struct crypt_data data {};
+    (void)crypt_r(password.c_str(), decoy_hash_.c_str(), &data);
+    return false;
+  }
   std::string cache_key = absl::StrCat(user, absl::string_view("\0", 1), password);
   {
     std::lock_guard<std::mutex> lock(mu_);

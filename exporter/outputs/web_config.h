@@ -33,16 +33,18 @@ absl::StatusOr<WebConfig> ParseWebConfig(absl::string_view yaml);
 absl::StatusOr<WebConfig> LoadWebConfig(const std::string& path);
 
 // Checks "Authorization: Basic ..." against bcrypt hashes. bcrypt is slow on
-// purpose, so successful checks are cached (as exporter-toolkit does).
+// purpose, so successful checks are cached (as exporter-toolkit does); an
+// unknown user costs a bcrypt verification like a wrong password does.
 // Thread-safe.
 class BasicAuthChecker {
  public:
-  explicit BasicAuthChecker(std::map<std::string, std::string> users) : users_(std::move(users)) {}
+  explicit BasicAuthChecker(std::map<std::string, std::string> users);
   bool enabled() const { return !users_.empty(); }
   bool Check(absl::string_view authorization_header);
 
  private:
   std::map<std::string, std::string> users_;
+  std::string decoy_hash_;  // verified against for unknown users (constant cost)
   std::mutex mu_;
   std::set<std::string> verified_;  // "user\0password" pairs that matched
 };

@@ -11,6 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include "exporter/common/logging.h"
+#include "exporter/common/warn_limiter.h"
+#include "exporter/sampler/cadence.h"
 #include "exporter/sources/source.h"
 #include "exporter/state/snapshot.h"
 #include "exporter/state/state_tracker.h"
@@ -24,8 +27,11 @@ class Sampler {
  public:
   using Listener = std::function<void(const std::shared_ptr<const Snapshot>&)>;
 
+  // context_every: the context collectors (cadence.h) run every cycle
+  // while the node is active, else at least every this many cycles; 1 runs
+  // every collector every cycle.
   Sampler(std::vector<std::unique_ptr<Source>> sources, std::unique_ptr<StateTracker> tracker,
-          double interval_seconds);
+          double interval_seconds, uint64_t context_every = 1);
   ~Sampler();
 
   // Runs one cycle on the calling thread (tests, `doctor`, and the first
@@ -36,10 +42,27 @@ class Sampler {
   void Stop();   // stops and joins; idempotent
 
   std::shared_ptr<const Snapshot> Latest() const;
+  // The health rule (/healthz, readiness): the latest snapshot is younger
+  // than three intervals plus 5 s, i.e. the sampler thread is not stuck.
+  bool Healthy() const;
   void AddListener(Listener listener);
 
  private:
   void Run();
+  CollectorResult RunCollector(Source& source, Sample& sample);
+  // Wraps a new snapshot so that freeing it returns free memory to the
+  // kernel when it, or the peak since the last return, held kTrimAfterDrop
+  // more cgroups than the latest snapshot.
+  std::shared_ptr<const Snapshot> ReleasingMemory(std::shared_ptr<const Snapshot> snap);
+  static constexpr size_t kTrimAfterDrop = 1000;
+  // Shared with the snapshots' deleters, which may run on any thread and
+  // after the sampler is gone.
+  struct Churn {
+    std::mutex mu;
+    size_t current = 0;  // cgroups in the latest snapshot
+    size_t peak = 0;     // most cgroups in a snapshot since memory was last returned
+  };
+  std::shared_ptr<Churn> churn_ = std::make_shared<Churn>();
 
   std::vector<std::unique_ptr<Source>> sources_;
   std::unique_ptr<StateTracker> tracker_;
@@ -50,6 +73,14 @@ class Sampler {
   std::vector<Listener> listeners_;
 
   std::mutex cycle_mu_;  // one cycle at a time (SampleOnce vs the thread)
+  // Which sources_ run every cycle and which on the context cadence, in
+  // registration order; guarded by cycle_mu_ as are gate_ and held_.
+  std::vector<size_t> every_cycle_, context_;
+  ContextGate gate_;
+  HeldContext held_;
+  // Collector failures: the first logged, then one summary a minute, and
+  // the recovery (guarded by cycle_mu_).
+  WarnLimiter warnings_{60, [](const std::string& line) { SP_LOG_WARN(line); }};
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;

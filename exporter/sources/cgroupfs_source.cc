@@ -5,394 +5,391 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <dirent.h>
-#include <climits>
-#include <sys/syscall.h>
-#include <unordered_map>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+#include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "exporter/common/file_reader.h"
 #include "exporter/common/logging.h"
+#include "exporter/sources/cgroup_files.h"
+#include "exporter/sources/cgroup_tree.h"
 
 namespace sockpressure {
 namespace {
 
-// Reads `name` relative to an open directory. false + errno in `err`.
-// cgroupfs files are small and a short read means end of file, so most
-// files cost three syscalls (open, read, close): at 10,000 cgroups per
-// second, syscalls are most of the agent's CPU.
+// Bounded, non-blocking and no-follow (see ReadKernelFileAt).
 bool ReadAt(int dirfd, const char* name, std::string& buf, int& err) {
-  int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    err = errno;
-    return false;
-  }
-  size_t used = 0;
-  buf.resize(16384);
-  for (;;) {
-    ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      err = errno;
-      ::close(fd);
-      return false;
-    }
-    used += static_cast<size_t>(n);
-    if (used < buf.size()) break;  // short read: EOF
-    buf.resize(buf.size() * 2);
-  }
-  buf.resize(used);
-  ::close(fd);
-  return true;
+  return ReadKernelFileAt(dirfd, name, buf, err);
 }
 
 bool Gone(int err) { return err == ENOENT || err == ENODEV || err == ENOTDIR; }
 
-bool FileExists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-bool ControllersHaveMemory(const std::string& dir) {
-  absl::StatusOr<std::string> text = ReadFileToString(JoinPath(dir, "cgroup.controllers"));
-  if (!text.ok()) return false;
-  for (absl::string_view c : absl::StrSplit(*text, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
-    if (c == "memory") return true;
-  }
-  return false;
-}
-
-std::optional<uint64_t> ParseLimit(absl::string_view text) {
-  text = absl::StripAsciiWhitespace(text);
-  if (text == "max") return UINT64_MAX;
-  uint64_t v = 0;
-  if (absl::SimpleAtoi(text, &v)) return v;
-  return std::nullopt;
-}
-
-// v1 reports "unlimited" as a huge page-rounded number (LONG_MAX rounded
-// down to a page); show it as +Inf like v2's "max".
-uint64_t NormalizeV1Limit(uint64_t v) { return v >= (uint64_t{1} << 62) ? UINT64_MAX : v; }
-
-// The files that change slowly or matter less than the reclaim counters
-// (limits, sizes, events, PSI) are read every `slow_every` samples and
-// reused in between; memory.stat (and sock_throttled on 6.19+) every sample.
-struct SlowValues {
-  uint64_t id = 0;
-  std::optional<uint64_t> memory_current, memory_max, memory_high, memory_low, memory_min;
-  std::optional<uint64_t> swap_current, swap_max, events_oom_kill;
-  std::optional<PsiLine> psi_some, psi_full;
-  std::optional<uint64_t> kmem_tcp_usage, kmem_tcp_limit, kmem_tcp_failcnt;
-  std::optional<uint64_t> sock_throttled_local;
-};
-
 class CgroupfsSource final : public Source {
  public:
-  CgroupfsSource(const Paths& paths, CgroupfsOptions options) : paths_(paths), options_(options) {}
+  CgroupfsSource(const Paths& paths, CgroupfsOptions options)
+      : paths_(paths), options_(std::move(options)),
+        budget_(options_.fd_budget > 0 ? options_.fd_budget : FdBudget::FromRlimit()) {}
 
   absl::string_view name() const override { return "cgroupfs"; }
 
   absl::Status Collect(Sample& sample) override;
 
  private:
-  // Reads the files of one cgroup. Returns false when the cgroup vanished.
-  bool ReadCgroup(int dirfd, bool slow_pass, CgroupReading& c);
-  void ReadSlowFiles(int dirfd, const CgroupReading& c, SlowValues& v);
-  // Lists the subdirectories of `dirfd` into names_ (with their inodes).
-  void ListChildren(int dirfd);
-  void NoteMalformed(const std::string& what);
+  // Reads one cgroup into n->last and records the outcome on the node
+  // (visited_walk, visit_ok, read_err, stat_failed). Returns false when it
+  // vanished (n->gone) or could not be read.
+  bool Visit(CgroupNode& n, int rootfd, bool slow_pass);
+  bool ReadCgroup(CgroupNode& n, int rootfd, bool slow_pass);
+  // Lists n's subdirectories when they may have changed (`full`: the full
+  // pass) and reconciles its children.
+  void Relist(CgroupNode& n, int dirfd, bool full);
+  // The full pass for a cgroup whose memory.stat need not be read: only its
+  // listing. False when the directory could not be opened.
+  bool ListOnly(CgroupNode& n, int rootfd);
+  // The cgroup's directory: kept, or opened for this visit (*temp).
+  int DirFd(CgroupNode& n, int rootfd, bool* temp);
+  bool ReadStat(CgroupNode& n, int dirfd, int& err);
+  void NoteMalformed(const std::string& what) { malformed_.Note(what); }
+  // Counts a cgroup left out of the sample by reason and reports it.
+  void LeaveOut(Sample& sample, const char* reason, const std::string& what);
+  // The tree of the hierarchy mounted at `root`, new when it changed.
+  void UseRoot(const MemoryHierarchy& h, const struct stat& st, int rootfd);
 
   Paths paths_;
   CgroupfsOptions options_;
+  FdBudget budget_;
+  std::unique_ptr<CgroupNode> root_;
+  std::string root_path_;
+  dev_t root_dev_ = 0;
+  ino_t root_ino_ = 0;
+  bool keep_ = false;  // descriptors are kept (see CgroupfsOptions::keep_files)
   std::string buf_;
-  std::vector<std::pair<std::string, uint64_t>> names_;  // child name, inode
-  std::vector<char> dents_;
-  std::unordered_map<std::string, SlowValues> slow_;
-  uint64_t cycle_ = 0;
+  ChildLister lister_;
+  std::vector<CgroupNode*> order_;
+  uint64_t cycle_ = 0;  // samples of this tree, for the full pass
+  uint64_t walk_ = 0;   // walks ever, never reset: CgroupNode::visited_walk
+  std::vector<CgroupNode*> read_all_;  // this walk's nodes with read_kids
+  bool cut_ = false;  // the last walk found more cgroups than --cgroup.max
+  // The tree's shape changed in this walk (children came or went), and how
+  // many cgroups the last walk put in its sample (SIZE_MAX: none, failed).
+  bool reshaped_ = true;
+  size_t last_emitted_ = SIZE_MAX;
   bool sock_throttled_seen_ = false;
-  int malformed_files_ = 0;
-  std::string first_error_;
+  bool events_probed_ = false;  // a full pass looked for sock_throttled
+  MalformedFiles malformed_;
   bool logged_missing_ = false;
 };
 
-int ParseMemoryStatImpl(absl::string_view text, bool v1, CgroupReading& out) {
-  int bad = 0;
-  size_t pos = 0;
-  std::optional<uint64_t> v1_rss, v1_cache, v1_swap;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == absl::string_view::npos) eol = text.size();
-    absl::string_view line = text.substr(pos, eol - pos);
-    pos = eol + 1;
-    if (line.empty()) continue;
-    size_t sp = line.find(' ');
-    uint64_t v = 0;
-    if (sp == absl::string_view::npos || !absl::SimpleAtoi(line.substr(sp + 1), &v)) {
-      ++bad;
-      continue;
+int CgroupfsSource::DirFd(CgroupNode& n, int rootfd, bool* temp) {
+  *temp = false;
+  if (n.dir_fd >= 0) return n.dir_fd;
+  // Below a kept parent the lookup is one component; else from the root.
+  int at = n.parent != nullptr && n.parent->dir_fd >= 0 ? n.parent->dir_fd : rootfd;
+  const char* rel = n.parent == nullptr ? "." : at == rootfd ? n.path.c_str() + 1 : n.name();
+  int fd = ::openat(at, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -1;
+  if (keep_ && budget_.Take()) {
+    n.dir_fd = fd;
+  } else {
+    *temp = true;
+  }
+  return fd;
+}
+
+bool CgroupfsSource::ReadStat(CgroupNode& n, int dirfd, int& err) {
+  if (n.stat_fd < 0 && keep_ && budget_.Take()) {
+    n.stat_fd = OpenKernelFileAt(dirfd, "memory.stat", err);
+    if (n.stat_fd < 0) {
+      budget_.Give();
+      return false;
     }
-    absl::string_view key = line.substr(0, sp);
-    if (v1) {
-      if (key == "total_rss") v1_rss = v;
-      else if (key == "total_cache") v1_cache = v;
-      else if (key == "total_swap") v1_swap = v;
-      continue;
-    }
-    if (key == "anon") out.anon_bytes = v;
-    else if (key == "file") out.file_bytes = v;
-    else if (key == "sock") out.sock_bytes = v;
-    else if (key == "pgscan") out.pgscan = v;
-    else if (key == "pgsteal") out.pgsteal = v;
-    else if (key == "pgscan_proactive") out.pgscan_proactive = v;
-    else if (key == "pgsteal_proactive") out.pgsteal_proactive = v;
   }
-  if (v1) {
-    out.anon_bytes = v1_rss;
-    out.file_bytes = v1_cache;
-    out.swap_bytes = v1_swap;
-  }
-  return bad;
+  if (n.stat_fd >= 0) return PreadKernelFile(n.stat_fd, buf_, err);
+  return ReadAt(dirfd, "memory.stat", buf_, err);
 }
 
-void CgroupfsSource::NoteMalformed(const std::string& what) {
-  ++malformed_files_;
-  if (first_error_.empty()) first_error_ = what;
+bool CgroupfsSource::Visit(CgroupNode& n, int rootfd, bool slow_pass) {
+  n.visited_walk = walk_;
+  n.read_err = 0;
+  n.stat_failed = false;
+  n.visit_ok = ReadCgroup(n, rootfd, slow_pass);
+  return n.visit_ok;
 }
 
-void CgroupfsSource::ReadSlowFiles(int dirfd, const CgroupReading& c, SlowValues& v) {
-  v = SlowValues{};
-  v.id = c.id;
-  auto read_value = [&](const char* file, std::optional<uint64_t>& dst, bool v1_limit = false) {
-    int e = 0;
-    if (!ReadAt(dirfd, file, buf_, e)) return;  // absent on this kernel or level: fine
-    std::optional<uint64_t> parsed = ParseLimit(buf_);
-    if (!parsed) return NoteMalformed(absl::StrCat(c.path, "/", file, ": not a number"));
-    dst = v1_limit ? NormalizeV1Limit(*parsed) : *parsed;
-  };
-  if (c.v1) {
-    read_value("memory.usage_in_bytes", v.memory_current);
-    read_value("memory.limit_in_bytes", v.memory_max, true);
-    read_value("memory.soft_limit_in_bytes", v.memory_high, true);
-    read_value("memory.kmem.tcp.usage_in_bytes", v.kmem_tcp_usage);
-    read_value("memory.kmem.tcp.limit_in_bytes", v.kmem_tcp_limit, true);
-    read_value("memory.kmem.tcp.failcnt", v.kmem_tcp_failcnt);
-    return;
-  }
-  read_value("memory.current", v.memory_current);
-  read_value("memory.max", v.memory_max);
-  read_value("memory.high", v.memory_high);
-  read_value("memory.low", v.memory_low);
-  read_value("memory.min", v.memory_min);
-  read_value("memory.swap.current", v.swap_current);
-  read_value("memory.swap.max", v.swap_max);
-  int e = 0;
-  if (ReadAt(dirfd, "memory.events", buf_, e)) {
-    FlatKeyed ev = ParseFlatKeyed(buf_);
-    v.events_oom_kill = ev.Get("oom_kill");
-    if (!ev.bad_lines.empty()) NoteMalformed(absl::StrCat(c.path, "/memory.events: malformed"));
-  }
-  if (ReadAt(dirfd, "memory.events.local", buf_, e)) {
-    v.sock_throttled_local = ParseFlatKeyed(buf_).Get("sock_throttled");
-    if (v.sock_throttled_local) sock_throttled_seen_ = true;
-  }
-  if (ReadAt(dirfd, "memory.pressure", buf_, e)) {
-    Psi psi = ParsePsi(buf_);
-    v.psi_some = psi.some;
-    v.psi_full = psi.full;
-    if (psi.malformed) NoteMalformed(absl::StrCat(c.path, "/memory.pressure: malformed"));
-  }
-}
-
-bool CgroupfsSource::ReadCgroup(int dirfd, bool slow_pass, CgroupReading& c) {
-  int err = 0;
-  if (!ReadAt(dirfd, "memory.stat", buf_, err)) {
-    if (!Gone(err)) NoteMalformed(absl::StrCat(c.path, "/memory.stat: ", std::strerror(err)));
+bool CgroupfsSource::ReadCgroup(CgroupNode& n, int rootfd, bool slow_pass) {
+  int& err = n.read_err;
+  bool temp = false;
+  int dirfd = DirFd(n, rootfd, &temp);
+  if (dirfd < 0) {
+    err = errno;
+    if (Gone(err)) n.gone = true;
     return false;
   }
-  int bad = ParseMemoryStatImpl(buf_, c.v1, c);
+  struct Closer {
+    int fd;
+    bool temp;
+    ~Closer() {
+      if (temp) ::close(fd);
+    }
+  } closer{dirfd, temp};
+  CgroupReading c;
+  c.path = n.path;
+  c.id = n.id;
+  c.v1 = root_->last.v1;
+  c.exported = n.exported;
+  if (!ReadStat(n, dirfd, err)) {
+    // No memory.stat: memory is not enabled for this subtree on v2 (its
+    // children cannot have it either), or the cgroup is being removed.
+    if (Gone(err)) {
+      n.gone = true;
+    } else {
+      n.stat_failed = true;
+      NoteMalformed(absl::StrCat(c.path, "/memory.stat: ", ReadErrorText(err)));
+    }
+    return false;
+  }
+  int bad = ParseMemoryStat(buf_, c.v1, c);
   if (bad > 0) NoteMalformed(absl::StrCat(c.path, "/memory.stat: ", bad, " malformed line(s)"));
 
-  SlowValues& v = slow_[c.path];
-  if (slow_pass || v.id != c.id) {
-    ReadSlowFiles(dirfd, c, v);
-  } else if (sock_throttled_seen_) {
-    // The kernel's own throttle counter is worth a read every sample.
+  // A cgroup whose hierarchical reclaim counters stood still has no
+  // descendant whose counters moved: its subtree is skipped (v2 only; v1
+  // and kernels without pgscan are read whole every time).
+  bool moved = !n.have_reading || c.v1 || !c.pgscan || !c.pgsteal || c.pgscan != n.last.pgscan ||
+               c.pgsteal != n.last.pgsteal;
+  if (slow_pass) {
+    if (options_.read_context) ReadSlowFiles(dirfd, c, buf_, malformed_);
+  } else {
+    static_cast<CgroupLimits&>(c) = static_cast<const CgroupLimits&>(n.last);
+  }
+  if (!c.v1) c.swap_bytes = c.swap_current;
+  // sock_throttled (6.19+) is counted on the socket's own memcg, in
+  // memory.events.local, and on every ancestor in memory.events: a still
+  // hierarchical count means a still subtree, as for pgscan.
+  c.sock_throttled_local = n.last.sock_throttled_local;
+  // The first full pass tells whether the kernel counts sock_throttled at
+  // all (6.19+); before 6.19 the file is not read again.
+  if (!c.v1 && ((slow_pass && !events_probed_) || sock_throttled_seen_)) {
     int e = 0;
-    if (ReadAt(dirfd, "memory.events.local", buf_, e)) {
-      v.sock_throttled_local = ParseFlatKeyed(buf_).Get("sock_throttled");
+    n.events_moved = false;
+    if (sock_throttled_seen_ && ReadAt(dirfd, "memory.events", buf_, e)) {
+      std::optional<uint64_t> tree = ParseFlatKeyed(buf_).Get("sock_throttled");
+      n.events_moved = tree != n.sock_throttled_tree;
+      moved = moved || n.events_moved;
+      n.sock_throttled_tree = tree;
+    }
+    if ((slow_pass || moved) && ReadAt(dirfd, "memory.events.local", buf_, e)) {
+      c.sock_throttled_local = ParseFlatKeyed(buf_).Get("sock_throttled");
+      if (c.sock_throttled_local) sock_throttled_seen_ = true;
     }
   }
-  c.memory_current = v.memory_current;
-  c.memory_max = v.memory_max;
-  c.memory_high = v.memory_high;
-  c.memory_low = v.memory_low;
-  c.memory_min = v.memory_min;
-  c.swap_current = v.swap_current;
-  c.swap_max = v.swap_max;
-  if (!c.v1) c.swap_bytes = v.swap_current;
-  c.events_oom_kill = v.events_oom_kill;
-  c.sock_throttled_local = v.sock_throttled_local;
-  c.psi_some = v.psi_some;
-  c.psi_full = v.psi_full;
-  c.kmem_tcp_usage = v.kmem_tcp_usage;
-  c.kmem_tcp_limit = v.kmem_tcp_limit;
-  c.kmem_tcp_failcnt = v.kmem_tcp_failcnt;
+  if (slow_pass || moved || !n.listed) Relist(n, dirfd, slow_pass);
+  n.moved = moved;
+  // A first reading is not a move: only a change makes a child hot.
+  if (moved && n.have_reading) NoteMoved(n, walk_);
+  n.priority = std::max(n.priority, c.sock_bytes.value_or(0) > 0 ? 2 : c.pgscan.value_or(0) > 0 ? 1 : 0);
+  n.last = std::move(c);
+  n.have_reading = true;
   return true;
 }
 
-void CgroupfsSource::ListChildren(int dirfd) {
-  names_.clear();
-  dents_.resize(32768);
-  for (;;) {
-    long n = ::syscall(SYS_getdents64, dirfd, dents_.data(), dents_.size());
-    if (n <= 0) break;  // 0: end; <0: the directory went away mid-listing
-    for (long off = 0; off < n;) {
-      const struct dirent64* de = reinterpret_cast<const struct dirent64*>(dents_.data() + off);
-      off += de->d_reclen;
-      if (de->d_name[0] == '.') continue;
-      if (de->d_type == DT_DIR) {
-        names_.emplace_back(de->d_name, de->d_ino);
-      } else if (de->d_type == DT_UNKNOWN) {
-        struct stat st;
-        if (::fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-          names_.emplace_back(de->d_name, de->d_ino);
-        }
-      }
-    }
-    // Filesystems fill the buffer until the next entry does not fit; with
-    // room for another maximal entry left over, the listing is complete and
-    // the call that would return 0 can be saved (one syscall per cgroup).
-    if (static_cast<size_t>(n) + sizeof(struct dirent64) + NAME_MAX < dents_.size()) break;
+void CgroupfsSource::Relist(CgroupNode& n, int dirfd, bool full) {
+  // New subdirectories: every full pass, and when the cgroup moved and its
+  // link count (2 + subdirectories) changed, so that a new cgroup that
+  // reclaims at once is read within the interval. A directory that has no
+  // subdirectories (2 links) and had none is not listed even on a full pass:
+  // most cgroups are leaves. (A filesystem whose directories do not count
+  // links, such as btrfs, is listed each time.)
+  struct stat st;
+  nlink_t nlink = ::fstat(dirfd, &st) == 0 ? st.st_nlink : 0;
+  if (n.listed && nlink == n.nlink && (!full || (nlink == 2 && n.children.empty() && n.links.empty()))) return;
+  n.nlink = nlink;
+  if (n.dir_fd >= 0) ::lseek(dirfd, 0, SEEK_SET);
+  lister_.List(dirfd);
+  if (ReconcileChildren(n, lister_.names())) reshaped_ = true;
+  if (lister_.links() != n.links) reshaped_ = true;
+  n.links = lister_.links();
+  n.listed = true;
+}
+
+bool CgroupfsSource::ListOnly(CgroupNode& n, int rootfd) {
+  bool temp = false;
+  int dirfd = DirFd(n, rootfd, &temp);
+  if (dirfd < 0) {
+    n.read_err = errno;
+    n.stat_failed = false;
+    n.gone = Gone(n.read_err);
+    return false;
   }
-  // getdents order depends on the filesystem; sorted siblings make the
-  // output and the --cgroup.max cut the same on every run.
-  std::sort(names_.begin(), names_.end());
+  Relist(n, dirfd, /*full=*/true);
+  if (temp) ::close(dirfd);
+  return true;
+}
+
+void CgroupfsSource::LeaveOut(Sample& sample, const char* reason, const std::string& what) {
+  ++sample.cgroups_left_out[reason];
+  NoteMalformed(what);
+}
+
+void CgroupfsSource::UseRoot(const MemoryHierarchy& h, const struct stat& st, int rootfd) {
+  if (root_ && root_path_ == h.root && root_dev_ == st.st_dev && root_ino_ == st.st_ino && root_->last.v1 == h.v1) {
+    return;
+  }
+  // Another tree at the path (remounted, or v1 and v2 switched): nothing
+  // known about the old one applies.
+  root_.reset();
+  root_ = std::make_unique<CgroupNode>("/", st.st_ino, nullptr, &budget_);
+  root_->last.v1 = h.v1;
+  root_path_ = h.root;
+  root_dev_ = st.st_dev;
+  root_ino_ = st.st_ino;
+  struct statfs fs;
+  bool cgroupfs = ::fstatfs(rootfd, &fs) == 0 &&
+                  (fs.f_type == CGROUP2_SUPER_MAGIC || fs.f_type == CGROUP_SUPER_MAGIC);
+  keep_ = options_.keep_files == CgroupfsOptions::KeepFiles::kAlways ||
+          (options_.keep_files == CgroupfsOptions::KeepFiles::kAuto && cgroupfs);
+  cycle_ = 0;
+  events_probed_ = false;
+  reshaped_ = true;
 }
 
 absl::Status CgroupfsSource::Collect(Sample& sample) {
   MemoryHierarchy h = DetectMemoryHierarchy(paths_.cgroupfs);
   sample.cgroup_mode = h.mode;
+  // Set again when this walk emits a complete sample.
+  const size_t previous_emitted = std::exchange(last_emitted_, SIZE_MAX);
   if (h.root.empty()) {
+    if (std::optional<std::string> bad = MalformedControllers(paths_.cgroupfs)) return absl::DataLossError(*bad);
     if (!logged_missing_) {
       SP_LOG_WARN("no memory cgroup hierarchy under ", paths_.cgroupfs,
                   " (neither cgroup v2 with the memory controller nor a v1 memory mount); "
                   "per-cgroup metrics are unavailable");
       logged_missing_ = true;
     }
+    root_.reset();
     return absl::OkStatus();
   }
-  malformed_files_ = 0;
-  first_error_.clear();
+  malformed_.Clear();
 
-  // Every cgroup is opened relative to one descriptor of the hierarchy
-  // root, so a walk never mixes two different trees mounted or swapped at
-  // the same path while it runs.
+  // Every cgroup not kept open is opened relative to one descriptor of the
+  // hierarchy root, so a walk never mixes two different trees mounted or
+  // swapped at the same path while it runs.
   int rootfd = ::open(h.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (rootfd < 0) return absl::OkStatus();  // unmounted under us: nothing to read this time
-
-  struct Pending {
-    std::string path;
-    int parent;
-    uint64_t id;  // d_ino from the parent's listing == cgroup id
-  };
   struct stat root_st;
   if (::fstat(rootfd, &root_st) != 0) {
     ::close(rootfd);
     return absl::OkStatus();
   }
+  reshaped_ = false;
+  UseRoot(h, root_st, rootfd);
   const uint64_t slow_every = std::max<uint64_t>(1, options_.slow_every);
   const bool slow_pass = cycle_++ % slow_every == 0;
-  std::deque<Pending> queue;
-  queue.push_back({"/", -1, root_st.st_ino});
-  size_t skipped = 0;
+  // The full pass lists every directory; it reads every cgroup's files only
+  // when their values are wanted: the context series (sizes, limits, PSI),
+  // or --cgroup.max cutting the tree (what it keeps first depends on socket
+  // memory, which changes without reclaim). The core signal needs no read of
+  // a still subtree: its counters cannot have moved.
+  const bool read_all = slow_pass && (options_.read_context || cut_);
+
+  // Top-down, breadth-first: a cgroup is read when it is the root, new, on
+  // a full pass, or its parent moved and its hot children did not account
+  // for all of it; otherwise its last reading stands (nothing below a still
+  // cgroup moved, and no silent sibling moved).
+  ++walk_;
+  order_.clear();
+  read_all_.clear();
+  bool incomplete = false;  // a cgroup (and its subtree) could not be read
+  auto visit = [&](CgroupNode& c) { return Visit(c, rootfd, slow_pass); };
+  std::deque<CgroupNode*> queue{root_.get()};
   while (!queue.empty()) {
-    Pending p = std::move(queue.front());
+    CgroupNode* n = queue.front();
     queue.pop_front();
-    if (sample.cgroups.size() >= options_.max_cgroups) {
-      ++skipped;
+    n->gone = false;
+    n->read_kids = false;
+    if (!n->filtered) {
+      n->exported = !options_.exported || options_.exported(n->path);
+      n->filtered = true;
+    }
+    bool read = read_all || n->parent == nullptr || !n->have_reading || n->parent->read_kids;
+    bool ok = true;
+    if (n->visited_walk == walk_) {
+      ok = n->visit_ok;  // read as a hot child of its parent
+    } else if (read) {
+      ok = Visit(*n, rootfd, slow_pass);
+    } else {
+      n->moved = false;
+      if (slow_pass) ok = ListOnly(*n, rootfd);
+    }
+    if (!ok) {
+      n->have_reading = false;
+      n->moved = false;
+      if (n->gone) continue;  // vanished between listing and reading: no episode, no error
+      incomplete = true;
+      if (n->stat_failed) {
+        ++sample.cgroups_left_out["unreadable"];
+      } else {
+        // Deeper than PATH_MAX below the root (reachable only through a
+        // chain of parent descriptors): counted, never silently dropped.
+        LeaveOut(sample, n->read_err == ENAMETOOLONG ? "path_too_long" : "unreadable",
+                 absl::StrCat(n->path.substr(0, 200), n->path.size() > 200 ? "...: " : ": ",
+                              ReadErrorText(n->read_err)));
+      }
       continue;
     }
-    const char* rel = p.path == "/" ? "." : p.path.c_str() + 1;
-    int dirfd = ::openat(rootfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (dirfd < 0) continue;  // vanished between listing and reading
-    CgroupReading c;
-    c.path = p.path;
-    c.id = p.id;
-    c.parent = p.parent;
-    c.v1 = h.v1;
-    if (!ReadCgroup(dirfd, slow_pass, c)) {
-      // No memory.stat: memory is not enabled for this subtree on v2 (its
-      // children cannot have it either), or the cgroup is being removed.
-      ::close(dirfd);
-      continue;
+    if (read_all || (n->moved && !HotChildrenExplain(*n, walk_, visit))) {
+      n->read_kids = true;
+      read_all_.push_back(n);
     }
-    int index = static_cast<int>(sample.cgroups.size());
-    sample.id_index[c.id] = index;
-    sample.cgroups.push_back(std::move(c));
-    ListChildren(dirfd);
-    ::close(dirfd);
-    for (const auto& [name, ino] : names_) {
-      queue.push_back({p.path == "/" ? absl::StrCat("/", name) : absl::StrCat(p.path, "/", name), index, ino});
+    n->order = static_cast<int>(order_.size());
+    order_.push_back(n);
+    for (const std::string& link : n->links) {
+      // cgroupfs has no symlinks; a tree that has one (a fixture, a bind
+      // mount) is not what the agent can read as a cgroup.
+      incomplete = true;
+      LeaveOut(sample, "symlink", absl::StrCat(n->path == "/" ? "" : n->path, "/", link, ": a symlink, not followed"));
+    }
+    for (const auto& child : n->children) queue.push_back(child.get());
+  }
+  if (slow_pass) events_probed_ = true;
+  // Vanished cgroups leave the tree with their descriptors.
+  for (CgroupNode* n : order_) {
+    auto& ch = n->children;
+    size_t before = ch.size();
+    ch.erase(std::remove_if(ch.begin(), ch.end(), [](const auto& c) { return c->gone; }), ch.end());
+    if (ch.size() != before) {
+      ChildrenChanged(*n, true);
+      reshaped_ = true;
     }
   }
-  // Forget cached slow values of cgroups that are gone.
-  if (slow_pass) {
-    for (auto it = slow_.begin(); it != slow_.end();) {
-      it = sample.IndexOfId(it->second.id) < 0 ? slow_.erase(it) : std::next(it);
-    }
-  }
+  // What the parents that read every child learnt about their own share.
+  for (CgroupNode* n : read_all_) LearnSplit(*n, walk_);
   ::close(rootfd);
-  sample.cgroups_skipped = skipped;
-  for (const CgroupReading& c : sample.cgroups) {
-    // memory.stat pgscan/pgsteal exist on v2 only; v1 has no per-memcg scan counters.
-    if (c.pgscan && c.pgsteal) {
-      sample.MarkLive(Signal::kReclaim, Tier::kMemoryStat);
-      sample.MarkLive(Signal::kSocketPressure, Tier::kMemoryStat);
-    }
-    if (c.sock_throttled_local) sample.MarkLive(Signal::kSockThrottled, Tier::kMemoryEvents);
+  if (order_.empty()) {
+    // Without the root there is no walk: 0 cgroups is a failure, not a fact.
+    std::string why = malformed_.first.empty() ? "no memory.stat" : malformed_.first;
+    root_.reset();
+    return absl::UnavailableError(absl::StrCat("root cgroup ", h.root, " not readable: ", why));
   }
-  if (malformed_files_ > 0 || !first_error_.empty()) {
-    return absl::DataLossError(absl::StrCat(malformed_files_, " malformed cgroup file(s); first: ", first_error_));
+
+  size_t skipped = EmitSample(order_, options_.max_cgroups, sample);
+  // One large file must not keep its buffer for good.
+  if (buf_.capacity() > 65536) std::string().swap(buf_);
+  sample.cgroups_skipped = skipped;
+  cut_ = skipped > 0;
+  sample.cgroups_complete = skipped == 0 && !incomplete;
+  sample.cgroups_same_as_last = sample.cgroups_complete && !reshaped_ && previous_emitted == sample.cgroups.size();
+  last_emitted_ = sample.cgroups_complete ? sample.cgroups.size() : SIZE_MAX;
+  if (malformed_.count > 0 || !malformed_.first.empty()) {
+    return absl::DataLossError(absl::StrCat(malformed_.count, " malformed cgroup file(s); first: ", malformed_.first));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
-
-int ParseMemoryStat(absl::string_view text, bool v1, CgroupReading& out) {
-  return ParseMemoryStatImpl(text, v1, out);
-}
-
-MemoryHierarchy DetectMemoryHierarchy(const std::string& root) {
-  MemoryHierarchy h;
-  if (ControllersHaveMemory(root)) {
-    h.mode = CgroupMode::kUnified;
-    h.root = root;
-    return h;
-  }
-  std::string unified = JoinPath(root, "unified");
-  bool has_unified = FileExists(JoinPath(unified, "cgroup.controllers"));
-  if (has_unified && ControllersHaveMemory(unified)) {
-    h.mode = CgroupMode::kHybrid;
-    h.root = unified;
-    return h;
-  }
-  std::string v1 = JoinPath(root, "memory");
-  if (FileExists(JoinPath(v1, "memory.stat"))) {
-    h.mode = has_unified ? CgroupMode::kHybrid : CgroupMode::kLegacy;
-    h.root = v1;
-    h.v1 = true;
-    return h;
-  }
-  if (FileExists(JoinPath(root, "cgroup.controllers"))) h.mode = CgroupMode::kUnified;
-  return h;
-}
 
 std::unique_ptr<Source> NewCgroupfsSource(const Paths& paths, CgroupfsOptions options) {
   return std::make_unique<CgroupfsSource>(paths, options);

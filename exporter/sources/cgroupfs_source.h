@@ -3,13 +3,15 @@
 // files into Sample::cgroups.
 //
 // Why these files: the vmpressure estimate needs memory.stat pgscan/pgsteal
-// (docs/kernel-notes.md, "memory.stat as a vmpressure proxy"); sock_throttled in memory.events.local
+// (docs/kernel.md §3); sock_throttled in memory.events.local
 // is the kernel's own throttle counter from 6.19; the rest are the context an
 // SRE needs (swap, anon vs file, sockets, PSI, limits).
 #pragma once
 
 #include "absl/strings/string_view.h"
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "exporter/sources/source.h"
@@ -17,12 +19,30 @@
 namespace sockpressure {
 
 struct CgroupfsOptions {
-  // Stop reading cgroups beyond this many (breadth-first, so the shallow,
-  // more important levels are kept). The rest are counted, not read.
+  CgroupfsOptions(size_t max = 5000, uint64_t slow = 1) : max_cgroups(max), slow_every(slow) {}
+  // Export at most this many cgroups: those with reclaim activity or socket
+  // memory (and their ancestors) first, then the rest shallowest first. The
+  // others are counted (sockpressure_cgroups_untracked).
   size_t max_cgroups = 5000;
-  // Read limits, sizes, events and PSI every this many samples (and on the
-  // first); memory.stat is read every sample.
+  // The full pass, every this many samples (and on the first): every
+  // directory is listed again; with read_context (or when --cgroup.max cut
+  // the last sample) every cgroup is read too, with the slow files (limits,
+  // sizes, events, PSI). In between only the subtrees whose reclaim counters
+  // moved are read, and of a moving parent's children only those the
+  // remainder check cannot leave out (docs/sampling.md).
   uint64_t slow_every = 1;
+  // Keep memory.stat and the directory open and re-read them with pread().
+  // kAuto: only on a real cgroupfs, whose files are never replaced; a plain
+  // directory tree (fixtures) may swap a file by rename(2).
+  enum class KeepFiles { kAuto, kAlways, kNever };
+  KeepFiles keep_files = KeepFiles::kAuto;
+  // Read the slow files at all (the context series need them).
+  bool read_context = true;
+  // --cgroup.include/exclude/level: whether a cgroup path is exported; empty
+  // exports every cgroup. Called once per cgroup when it is first seen.
+  std::function<bool(absl::string_view path)> exported;
+  // Descriptors the collector may keep open; 0: from RLIMIT_NOFILE.
+  size_t fd_budget = 0;
 };
 
 // Where the memory controller lives under a cgroupfs root.
@@ -33,10 +53,15 @@ struct MemoryHierarchy {
 };
 MemoryHierarchy DetectMemoryHierarchy(const std::string& cgroupfs_root);
 
-std::unique_ptr<Source> NewCgroupfsSource(const Paths& paths, CgroupfsOptions options);
-
 // Parses one cgroup's memory.stat into `out`. v1 uses the hierarchical
-// total_* keys. Returns the number of malformed lines.
+// total_* keys. Returns the number of malformed lines. The collector's own
+// parser, public for the fuzz target (tests/fuzz/fuzz_cgroupfs.cc).
 int ParseMemoryStat(absl::string_view text, bool v1, CgroupReading& out);
+
+// Why a root cgroup.controllers is not a list of controller names, or
+// nullopt when it is (or is absent).
+std::optional<std::string> MalformedControllers(const std::string& dir);
+
+std::unique_ptr<Source> NewCgroupfsSource(const Paths& paths, CgroupfsOptions options);
 
 }  // namespace sockpressure

@@ -19,18 +19,18 @@ const std::vector<absl::string_view>& ExportedTcpExtCounters() {
 
 std::unique_ptr<Source> NewNetstatSource(const Paths& paths) {
   return MakeFunctionSource("netstat", [root = paths.procfs](Sample& sample) -> absl::Status {
-    absl::StatusOr<std::string> text = ReadProcFile(root, "net/netstat");
-    if (!text.ok()) return IsAbsent(text.status()) ? absl::OkStatus() : text.status();
-    ProtoCounters parsed = ParseNetstat(*text);
-    auto it = parsed.tables.find("TcpExt");
-    if (it != parsed.tables.end()) {
-      for (absl::string_view name : ExportedTcpExtCounters()) {
-        auto v = it->second.find(name);
-        if (v != it->second.end()) sample.node.tcp_ext.emplace(std::string(name), v->second);
+    return WithProcFile(root, "net/netstat", [&](const std::string& text) {
+      ProtoCounters parsed = ParseNetstat(text);
+      auto it = parsed.tables.find("TcpExt");
+      if (it != parsed.tables.end()) {
+        for (absl::string_view name : ExportedTcpExtCounters()) {
+          auto v = it->second.find(name);
+          if (v != it->second.end()) sample.node.tcp_ext.emplace(std::string(name), v->second);
+        }
       }
-    }
-    if (parsed.malformed) return absl::DataLossError(absl::StrCat(root, "/net/netstat: malformed"));
-    return absl::OkStatus();
+      if (parsed.malformed) return absl::DataLossError(absl::StrCat(root, "/net/netstat: malformed"));
+      return absl::OkStatus();
+    });
   });
 }
 

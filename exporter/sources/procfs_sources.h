@@ -2,8 +2,6 @@
 #pragma once
 
 #include <memory>
-#include "absl/strings/string_view.h"
-#include <vector>
 
 #include "exporter/sources/source.h"
 
@@ -14,8 +12,5 @@ std::unique_ptr<Source> NewSwapsSource(const Paths& paths);     // swaps_source.
 std::unique_ptr<Source> NewNetstatSource(const Paths& paths);   // netstat_source.cc
 std::unique_ptr<Source> NewSockstatSource(const Paths& paths);  // sockstat_source.cc
 std::unique_ptr<Source> NewVmstatSource(const Paths& paths);    // vmstat_source.cc
-
-// The TcpExt counters exported as sockpressure_node_tcp_<snake>_total.
-const std::vector<absl::string_view>& ExportedTcpExtCounters();
 
 }  // namespace sockpressure

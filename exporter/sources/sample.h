@@ -20,37 +20,56 @@
 
 namespace sockpressure {
 
+// The TcpExt counters the netstat collector keeps in NodeReading::tcp_ext,
+// in the order they are exported (sockpressure_node_tcp_<snake>_total).
+const std::vector<absl::string_view>& ExportedTcpExtCounters();  // netstat_source.cc
+
 enum class CgroupMode { kUnknown, kUnified, kHybrid, kLegacy };
 absl::string_view CgroupModeName(CgroupMode mode);
 
-// One memory cgroup as read from cgroupfs. Counters are as the kernel reports
-// them: memory.stat is hierarchical on v2 (includes descendants).
-struct CgroupReading {
-  std::string path;    // relative to the memory hierarchy root, "/" for the root
-  uint64_t id = 0;     // cgroup id == inode of the directory == kernfs id
-  int parent = -1;     // index into Sample::cgroups, -1 for the root
-  bool v1 = false;     // read from the cgroup v1 memory hierarchy
-
-  // memory.stat (v2): reclaim activity, hierarchical.
-  std::optional<uint64_t> pgscan, pgsteal, pgscan_proactive, pgsteal_proactive;
-  // memory.stat sizes in bytes (v2 names; v1 rss/cache/swap are mapped).
-  std::optional<uint64_t> anon_bytes, file_bytes, sock_bytes, swap_bytes;
+// A cgroup's limits and context from cgroupfs (read on the slow pass, every
+// ~10 s). One struct from the cgroupfs collector's cache through the sample
+// to the snapshot, so each stage copies it whole.
+struct CgroupLimits {
   // memory.current/max/high/low/min, memory.swap.current/max (v1: usage/limit).
   std::optional<uint64_t> memory_current, memory_max, memory_high, memory_low, memory_min;
   std::optional<uint64_t> swap_current, swap_max;
-  // memory.events (hierarchical) and memory.events.local.
+  // memory.events (hierarchical).
   std::optional<uint64_t> events_oom_kill;
-  std::optional<uint64_t> sock_throttled_local;  // 6.19+
   // memory.pressure.
   std::optional<PsiLine> psi_some, psi_full;
   // v1 only: memory.kmem.tcp.* (v1 sockets are throttled by tcpmem pressure).
   std::optional<uint64_t> kmem_tcp_usage, kmem_tcp_limit, kmem_tcp_failcnt;
 };
 
+// One memory cgroup as read from cgroupfs. Counters are as the kernel reports
+// them: memory.stat is hierarchical on v2 (includes descendants).
+struct CgroupReading : CgroupLimits {
+  std::string path;    // relative to the memory hierarchy root, "/" for the root
+  uint64_t id = 0;     // cgroup id == inode of the directory == kernfs id
+  int parent = -1;     // index into Sample::cgroups, -1 for the root
+  bool v1 = false;     // read from the cgroup v1 memory hierarchy
+  // Passes --cgroup.include/exclude/level. A cgroup that does not is still
+  // read (the hierarchy needs it) and its counts fold into its nearest
+  // exported ancestor (StateTracker).
+  bool exported = true;
+
+  // memory.stat (v2): reclaim activity, hierarchical.
+  std::optional<uint64_t> pgscan, pgsteal, pgscan_proactive, pgsteal_proactive;
+  // memory.stat sizes in bytes (v2 names; v1 rss/cache/swap are mapped).
+  std::optional<uint64_t> anon_bytes, file_bytes, sock_bytes, swap_bytes;
+  // memory.events.local sock_throttled (6.19+): read every sample once seen.
+  std::optional<uint64_t> sock_throttled_local;
+};
+
 // Node-wide readings from procfs.
 struct NodeReading {
   std::optional<std::string> kernel_release;
   std::optional<bool> nosocket;            // cgroup.memory=nosocket on the command line
+  // /sys/kernel/mm/lru_gen/enabled (bit 0: the multi-generational LRU does reclaim); absent
+  // without CONFIG_LRU_GEN. With MGLRU on, hot anon sits in the youngest generation and is not
+  // scanned, so the scan-without-reclaim that arms socket pressure does not happen there.
+  std::optional<uint32_t> mglru_caps;
   std::optional<Swaps> swaps;
   std::map<std::string, uint64_t, std::less<>> tcp_ext;   // /proc/net/netstat TcpExt
   std::optional<uint64_t> tcp_mem_pages;                  // sockstat "TCP: mem"
@@ -74,6 +93,14 @@ struct PressureState {
 };
 struct ClampCounters {
   uint64_t clamps = 0;  // clamp transitions (cumulative)
+};
+// What tcp_prune_queue() did to a cgroup's sockets (bpf/prunes.bpf.c). The
+// drop tier fills the first two, the function tier the last two.
+struct PruneCounters {
+  uint64_t rcv_mem_drops = 0;    // arriving segments dropped: no receive memory
+  uint64_t ofo_pruned_segs = 0;  // queued out-of-order segments dropped by pruning
+  uint64_t collapses = 0;        // receive-queue collapse passes (tcp_prune_queue)
+  uint64_t ofo_prunes = 0;       // tcp_prune_ofo_queue() runs that dropped data
 };
 struct SocketCensus {
   uint64_t sockets = 0, clamped = 0;  // gauges
@@ -108,11 +135,22 @@ struct Sample {
   CgroupMode cgroup_mode = CgroupMode::kUnknown;
   std::vector<CgroupReading> cgroups;  // parents before children (breadth-first)
   size_t cgroups_skipped = 0;          // beyond --cgroup.max, not read
+  // Every cgroup of the hierarchy was read: none cut by --cgroup.max, none
+  // unreadable. Only then is a path missing from `cgroups` really gone, and
+  // one that was not there before really new (see StateTracker).
+  bool cgroups_complete = false;
+  // The same cgroups (ids and paths) in the same order as the previous
+  // sample of the same collector: the state layer may reuse its matching.
+  bool cgroups_same_as_last = false;
+  // Cgroups (with their subtrees) left out of this sample, by reason; a
+  // small fixed set: path_too_long, symlink, unreadable.
+  std::map<std::string, size_t> cgroups_left_out;
   NodeReading node;
 
   ByTier<ReclaimCounters> reclaim;
   ByTier<PressureState> pressure;
   ByTier<ClampCounters> clamps;
+  ByTier<PruneCounters> prunes;  // drop tiers and function tiers never share a Tier
   ByTier<SocketCensus> census;
 
   // Which tiers produced each signal in this sample. A live tier with no

@@ -16,8 +16,10 @@ enum class Signal : int {
   kWindowClamps = 2,    // rcv_ssthresh pulled down to 4*advmss under pressure
   kClampedSockets = 3,  // census of sockets clamped right now
   kSockThrottled = 4,   // the kernel's own counter (memory.events sock_throttled, 6.19+)
+  kRcvMemDrops = 5,     // segments dropped on receive for lack of memory (skb:kfree_skb reasons)
+  kTcpPrunes = 6,       // receive-queue collapses and out-of-order prunes (tcp_prune_queue's work)
 };
-inline constexpr int kSignalCount = 5;
+inline constexpr int kSignalCount = 7;
 
 // Lower value = better. The order is the preference order.
 enum class Tier : int {
@@ -35,7 +37,8 @@ inline constexpr int kTierCount = 9;
 
 constexpr absl::string_view SignalName(Signal s) {
   constexpr std::array<absl::string_view, kSignalCount> names = {
-      "reclaim", "socket_pressure", "window_clamps", "clamped_sockets", "sock_throttled"};
+      "reclaim",        "socket_pressure", "window_clamps", "clamped_sockets",
+      "sock_throttled", "rcv_mem_drops",   "tcp_prunes"};
   return names[static_cast<int>(s)];
 }
 

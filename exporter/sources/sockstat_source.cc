@@ -10,26 +10,22 @@ namespace sockpressure {
 
 std::unique_ptr<Source> NewSockstatSource(const Paths& paths) {
   return MakeFunctionSource("sockstat", [root = paths.procfs](Sample& sample) -> absl::Status {
-    absl::StatusOr<std::string> text = ReadProcFile(root, "net/sockstat");
-    if (text.ok()) {
-      auto rows = ParseSockstat(*text);
+    absl::Status usage = WithProcFile(root, "net/sockstat", [&](const std::string& text) {
+      auto rows = ParseSockstat(text);
       auto tcp = rows.find("TCP");
       if (tcp != rows.end()) {
         auto mem = tcp->second.find("mem");
         if (mem != tcp->second.end()) sample.node.tcp_mem_pages = mem->second;
       }
-    } else if (!IsAbsent(text.status())) {
-      return text.status();
-    }
-    absl::StatusOr<std::string> limits = ReadProcFile(root, "sys/net/ipv4/tcp_mem");
-    if (limits.ok()) {
-      std::optional<std::vector<uint64_t>> v = ParseUintList(*limits);
+      return absl::OkStatus();
+    });
+    if (!usage.ok()) return usage;
+    return WithProcFile(root, "sys/net/ipv4/tcp_mem", [&](const std::string& text) {
+      std::optional<std::vector<uint64_t>> v = ParseUintList(text);
       if (!v || v->size() != 3) return absl::DataLossError(absl::StrCat(root, "/sys/net/ipv4/tcp_mem: malformed"));
       sample.node.tcp_mem_limits = *v;
-    } else if (!IsAbsent(limits.status())) {
-      return limits.status();
-    }
-    return absl::OkStatus();
+      return absl::OkStatus();
+    });
   });
 }
 

@@ -25,7 +25,14 @@ std::unique_ptr<Source> MakeFunctionSource(std::string name, std::function<absl:
 }
 
 absl::StatusOr<std::string> ReadProcFile(const std::string& root, absl::string_view relative) {
-  return ReadFileToString(JoinPath(root, relative));
+  return ReadKernelFile(JoinPath(root, relative));
+}
+
+absl::Status WithProcFile(const std::string& root, absl::string_view relative,
+                          const std::function<absl::Status(const std::string&)>& use) {
+  absl::StatusOr<std::string> text = ReadProcFile(root, relative);
+  if (!text.ok()) return IsAbsent(text.status()) ? absl::OkStatus() : text.status();
+  return use(*text);
 }
 
 int Sample::IndexOfId(uint64_t id) const {

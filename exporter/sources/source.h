@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <vector>
@@ -34,18 +35,36 @@ class Source {
   virtual absl::Status Collect(Sample& sample) = 0;
 };
 
+// The collectors enabled by default (registry.cc).
+std::set<std::string, std::less<>> DefaultCollectors();
+
 // What a source factory gets from the command line.
 struct SourceContext {
   Paths paths;
   size_t max_cgroups = 5000;
+  // Read the cgroups' slow files (limits, sizes, events, PSI): the context
+  // series need them, the core signal does not.
+  bool cgroup_context = true;
+  // --cgroup.include/exclude/level: whether a cgroup path is exported (see
+  // CgroupReading::exported); empty exports all.
+  std::function<bool(absl::string_view path)> cgroup_exported;
   double interval_seconds = 1.0;
+  // --cgroup.full-pass-interval (docs/sampling.md).
+  double full_pass_seconds = 10.0;
+  // --sample.context-interval: the context collectors' cadence on an idle
+  // node (sampler/cadence.h).
+  double context_seconds = 10.0;
   // --bpf.vmpressure-attach / --bpf.clamps-attach: attach types to try, best
   // first (empty = the built-in order). Lets the lab verify every tier.
   std::vector<std::string> bpf_vmpressure_attach, bpf_clamps_attach;
+  // --bpf.drops-attach / --bpf.prunes-attach: the same for bpf/prunes.bpf.c.
+  std::vector<std::string> bpf_drops_attach, bpf_prunes_attach;
   // --signal.all-tiers: every tier collects even when a better one is live.
   bool all_tiers = false;
-  // --[no-]collector.bpf: off also turns off bpf_census (no eBPF at all).
-  bool bpf_enabled = true;
+  // The collectors enabled by --[no-]collector.NAME. Factories read it
+  // where one collector depends on others: "bpf" builds the bpf_* probes
+  // listed here, and without "bpf" bpf_census is off too (no eBPF at all).
+  std::set<std::string, std::less<>> collectors = DefaultCollectors();
 };
 
 using SourceFactory = std::function<std::unique_ptr<Source>(const SourceContext&)>;
@@ -71,5 +90,11 @@ std::unique_ptr<Source> MakeFunctionSource(std::string name, std::function<absl:
 // Reads <root>/<relative>: NotFound means the kernel lacks the file, which a
 // collector treats as "feature absent" (OK) rather than a failure.
 absl::StatusOr<std::string> ReadProcFile(const std::string& root, absl::string_view relative);
+
+// Reads <root>/<relative> and hands its text to `use`, whose status it
+// returns. A file the kernel does not have (IsAbsent) is no error: the
+// collector has nothing from it, and `use` is not called.
+absl::Status WithProcFile(const std::string& root, absl::string_view relative,
+                          const std::function<absl::Status(const std::string&)>& use);
 
 }  // namespace sockpressure

@@ -9,12 +9,12 @@ namespace sockpressure {
 
 std::unique_ptr<Source> NewSwapsSource(const Paths& paths) {
   return MakeFunctionSource("swaps", [root = paths.procfs](Sample& sample) -> absl::Status {
-    absl::StatusOr<std::string> text = ReadProcFile(root, "swaps");
-    if (!text.ok()) return IsAbsent(text.status()) ? absl::OkStatus() : text.status();
-    Swaps swaps = ParseSwaps(*text);
-    sample.node.swaps = swaps;
-    if (swaps.malformed) return absl::DataLossError(absl::StrCat(root, "/swaps: malformed line"));
-    return absl::OkStatus();
+    return WithProcFile(root, "swaps", [&](const std::string& text) {
+      Swaps swaps = ParseSwaps(text);
+      sample.node.swaps = swaps;
+      if (swaps.malformed) return absl::DataLossError(absl::StrCat(root, "/swaps: malformed line"));
+      return absl::OkStatus();
+    });
   });
 }
 

@@ -10,9 +10,8 @@ namespace sockpressure {
 
 std::unique_ptr<Source> NewVmstatSource(const Paths& paths) {
   return MakeFunctionSource("vmstat", [root = paths.procfs](Sample& sample) -> absl::Status {
-    absl::StatusOr<std::string> text = ReadProcFile(root, "vmstat");
-    if (text.ok()) {
-      FlatKeyed kv = ParseFlatKeyed(*text);
+    absl::Status reclaim = WithProcFile(root, "vmstat", [&](const std::string& text) {
+      FlatKeyed kv = ParseFlatKeyed(text);
       uint64_t scan = 0, steal = 0;
       bool any = false;
       for (const auto& [key, value] : kv.values) {
@@ -32,19 +31,19 @@ std::unique_ptr<Source> NewVmstatSource(const Paths& paths) {
         sample.node.vm_pgsteal = steal;
       }
       if (!kv.bad_lines.empty()) return absl::DataLossError(absl::StrCat(root, "/vmstat: malformed line"));
-    } else if (!IsAbsent(text.status())) {
-      return text.status();
-    }
-    absl::StatusOr<std::string> psi = ReadProcFile(root, "pressure/memory");
-    if (psi.ok()) {
-      Psi parsed = ParsePsi(*psi);
+      return absl::OkStatus();
+    });
+    if (!reclaim.ok()) return reclaim;
+    absl::Status psi = WithProcFile(root, "pressure/memory", [&](const std::string& text) {
+      Psi parsed = ParsePsi(text);
       sample.node.psi_some = parsed.some;
       sample.node.psi_full = parsed.full;
       if (parsed.malformed) return absl::DataLossError(absl::StrCat(root, "/pressure/memory: malformed"));
-    } else if (!IsAbsent(psi.status()) && !absl::IsUnavailable(psi.status())) {
-      return psi.status();
-    }
-    return absl::OkStatus();
+      return absl::OkStatus();
+    });
+    // Reading pressure/memory fails (Unavailable) where PSI is built in but
+    // off (psi=0): no node PSI then, as when the file is absent.
+    return absl::IsUnavailable(psi) ? absl::OkStatus() : psi;
   });
 }
 

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "exporter/sources/sample.h"
 #include "exporter/sources/signals.h"
 #include "exporter/state/vmpressure_window.h"
@@ -20,6 +22,20 @@
 namespace sockpressure {
 
 using LabelPairs = std::vector<std::pair<std::string, std::string>>;
+
+// The value of `key` in `labels`, "" when absent.
+inline std::string LabelValue(const LabelPairs& labels, absl::string_view key) {
+  for (const auto& [k, v] : labels) {
+    if (k == key) return v;
+  }
+  return "";
+}
+// How pages, alerts and doctor name a pod: "namespace/pod", "pod" without a
+// namespace, "" without a pod.
+inline std::string NamespacedPod(absl::string_view ns, absl::string_view pod) {
+  if (pod.empty()) return "";
+  return ns.empty() ? std::string(pod) : absl::StrCat(ns, "/", pod);
+}
 using SignalTiers = std::array<Tier, kSignalCount>;
 
 constexpr SignalTiers NoTiers() {
@@ -37,11 +53,12 @@ struct TierValues {
   double pressure_seconds_total = 0;
   bool pressure_asserted = false;  // this cgroup's own deadline is live
   uint64_t clamps_total = 0;
+  PruneCounters prunes_total;  // agent-side cumulative, like clamps_total
   std::optional<SocketCensus> census;
   std::optional<uint64_t> sock_throttled_total;
 };
 
-struct CgroupView {
+struct CgroupView : CgroupLimits {
   std::string path;
   uint64_t id = 0;
   int parent = -1;  // index into Snapshot::cgroups
@@ -55,12 +72,8 @@ struct CgroupView {
   // Every tier that produced data, for --signal.all-tiers and the lab.
   std::map<Tier, TierValues> tiers;
 
-  // Sizes and context straight from cgroupfs.
+  // Sizes from memory.stat; limits and context (the base) from cgroupfs.
   std::optional<uint64_t> anon_bytes, file_bytes, sock_bytes, swap_bytes;
-  std::optional<uint64_t> memory_current, memory_max, memory_high, memory_low, memory_min, swap_max;
-  std::optional<uint64_t> events_oom_kill;
-  std::optional<PsiLine> psi_some, psi_full;
-  std::optional<uint64_t> kmem_tcp_usage, kmem_tcp_limit, kmem_tcp_failcnt;
 };
 
 struct CollectorResult {
@@ -68,6 +81,9 @@ struct CollectorResult {
   bool success = false;
   double duration_seconds = 0;
   std::string error;  // empty when success
+  // When the collector last ran: this sample's time, or an earlier one for
+  // a context collector whose last output was held (sampler/cadence.h).
+  int64_t ran_unix_millis = 0;
 };
 
 struct Snapshot {
@@ -90,6 +106,7 @@ struct Snapshot {
   uint64_t events_lost = 0;
   size_t cgroups_untracked = 0;
   uint64_t cgroups_overflow_total = 0;
+  std::map<std::string, uint64_t> cgroups_skipped_total;  // reason -> cgroups left out, all samples
   uint64_t samples_total = 0;
   double sample_cpu_seconds = 0;  // CPU time of the last sampling cycle
 };

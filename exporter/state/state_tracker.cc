@@ -12,16 +12,19 @@ uint64_t CounterDelta(uint64_t now, uint64_t before) { return now >= before ? no
 double SecondsDelta(double now, double before) { return now >= before ? now - before : now; }
 
 // own - children + carry, never negative; a negative rest is carried into
-// the next interval (see CgroupState::scan_carry).
+// the next interval (see CgroupState::scan_carry). Computed in 128 bits:
+// counters near 2^64 must neither overflow nor wrap into a false delta.
 uint64_t LocalDelta(uint64_t own, uint64_t children, int64_t& carry) {
-  int64_t local = static_cast<int64_t>(own) - static_cast<int64_t>(children) + carry;
+  __int128 local = static_cast<__int128>(own) - static_cast<__int128>(children) + carry;
   if (local < 0) {
-    carry = local;
+    carry = local < INT64_MIN ? INT64_MIN : static_cast<int64_t>(local);
     return 0;
   }
   carry = 0;
-  return static_cast<uint64_t>(local);
+  return local > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(local);
 }
+
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 Tier BestLive(const Sample& sample, Signal s) {
   for (int t = 0; t < kTierCount - 1; ++t) {
@@ -52,8 +55,8 @@ void StateTracker::ApplyMemoryStat(const Sample& sample, const std::vector<Cgrou
       d_scan[i] = CounterDelta(scan, st.prev_scan);
       d_steal[i] = CounterDelta(steal, st.prev_steal);
       have[i] = true;
-    } else if (sequence_ > 0) {
-      // Appeared since the last sample: all of its counts are new.
+    } else if (sequence_ > 0 && !st.rebaseline) {
+      // Created since the last (complete) sample: all of its counts are new.
       d_scan[i] = scan;
       d_steal[i] = steal;
       have[i] = true;
@@ -66,8 +69,8 @@ void StateTracker::ApplyMemoryStat(const Sample& sample, const std::vector<Cgrou
   for (size_t i = 0; i < n; ++i) {
     int p = sample.cgroups[i].parent;
     if (p >= 0 && have[i]) {
-      child_scan[p] += d_scan[i];
-      child_steal[p] += d_steal[i];
+      child_scan[p] = SaturatingAdd(child_scan[p], d_scan[i]);
+      child_steal[p] = SaturatingAdd(child_steal[p], d_steal[i]);
     }
   }
   for (size_t i = 0; i < n; ++i) {
@@ -77,8 +80,8 @@ void StateTracker::ApplyMemoryStat(const Sample& sample, const std::vector<Cgrou
     if (!have[i]) continue;
     uint64_t local_scan = LocalDelta(d_scan[i], child_scan[i], st.scan_carry);
     uint64_t local_steal = LocalDelta(d_steal[i], child_steal[i], st.steal_carry);
-    v.scanned_total += local_scan;
-    v.reclaimed_total += local_steal;
+    v.scanned_total = SaturatingAdd(v.scanned_total, local_scan);
+    v.reclaimed_total = SaturatingAdd(v.reclaimed_total, local_steal);
     std::optional<VmpressureWindow::Verdict> verdict = st.window.Add(local_scan, local_steal);
     if (!verdict) continue;
     v.windows_total[static_cast<int>(verdict->level)] += verdict->windows;
@@ -143,6 +146,18 @@ void StateTracker::ApplyTiers(const Sample& sample, const std::vector<CgroupStat
       v.clamps_total += CounterDelta(it->second.clamps, prev.clamps);
       prev = it->second;
     }
+    for (const auto& [tier, by_id] : sample.prunes) {
+      TierValues& v = st.values[tier];
+      auto it = by_id.find(id);
+      if (it == by_id.end()) continue;
+      PruneCounters& prev = st.prev_prunes[tier];
+      const PruneCounters& cur = it->second;
+      v.prunes_total.rcv_mem_drops += CounterDelta(cur.rcv_mem_drops, prev.rcv_mem_drops);
+      v.prunes_total.ofo_pruned_segs += CounterDelta(cur.ofo_pruned_segs, prev.ofo_pruned_segs);
+      v.prunes_total.collapses += CounterDelta(cur.collapses, prev.collapses);
+      v.prunes_total.ofo_prunes += CounterDelta(cur.ofo_prunes, prev.ofo_prunes);
+      prev = cur;
+    }
     for (const auto& [tier, by_id] : sample.census) {
       TierValues& v = st.values[tier];
       auto it = by_id.find(id);
@@ -152,6 +167,43 @@ void StateTracker::ApplyTiers(const Sample& sample, const std::vector<CgroupStat
       st.values[Tier::kMemoryEvents].sock_throttled_total = sample.cgroups[i].sock_throttled_local;
     }
   }
+}
+
+// Matches states to the sample's cgroups by path and id (see Update()).
+std::vector<StateTracker::CgroupState*> StateTracker::MatchStates(const Sample& sample, uint64_t stamp) {
+  std::vector<CgroupState*> states;
+  states.reserve(sample.cgroups.size());
+  for (const CgroupReading& c : sample.cgroups) {
+    auto it = states_.find(c.path);
+    if (it != states_.end() && it->second.id == c.id) {
+      // Seen last time: the same cgroup.
+      it->second.seen = stamp;
+      states.push_back(&it->second);
+      continue;
+    }
+    CgroupState st;
+    auto gone = unseen_.find(c.path);
+    if (it != states_.end()) {
+      // Recreated under the same name since the last sample: starts over.
+    } else if (gone != unseen_.end() && gone->second.state.id == c.id) {
+      st = std::move(gone->second.state);
+      st.have_prev = false;
+      st.rebaseline = true;
+      st.scan_carry = st.steal_carry = 0;
+    } else if (!last_complete_) {
+      st.rebaseline = true;  // may have been there, unseen, all along
+    }
+    if (gone != unseen_.end()) unseen_.erase(gone);
+    st.id = c.id;
+    st.seen = stamp;
+    if (it != states_.end()) {
+      it->second = std::move(st);
+      states.push_back(&it->second);
+    } else {
+      states.push_back(&states_.emplace(c.path, std::move(st)).first->second);
+    }
+  }
+  return states;
 }
 
 std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<CollectorResult> collectors,
@@ -170,23 +222,23 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
 
   // Match states to this sample's cgroups; a path whose id changed is a new
   // cgroup with the old name, so its state starts over.
-  std::unordered_map<std::string, CgroupState> next;
-  next.reserve(sample.cgroups.size());
+  // In place: a cgroup seen last time keeps its entry (no copy of 10,000
+  // paths and states per sample); what is not stamped with this sample's
+  // number afterwards was not seen.
+  const uint64_t stamp = sequence_ + 1;
   std::vector<CgroupState*> states;
-  states.reserve(sample.cgroups.size());
-  for (const CgroupReading& c : sample.cgroups) {
-    auto it = states_.find(c.path);
-    CgroupState st;
-    if (it != states_.end() && it->second.id == c.id) st = std::move(it->second);
-    st.id = c.id;
-    auto [pos, inserted] = next.emplace(c.path, std::move(st));
-    (void)inserted;
-    states.push_back(&pos->second);
+  if (sample.cgroups_same_as_last && last_states_.size() == sample.cgroups.size()) {
+    // The collector vouches for the same cgroups in the same order: the
+    // last matching stands (no lookup of 10,000 paths when nothing came or went).
+    states = std::move(last_states_);
+    for (CgroupState* st : states) st->seen = stamp;
+  } else {
+    states = MatchStates(sample, stamp);
   }
-  // pointers into `next` stay valid: no rehash happens after reserve+emplace
-  // of at most sample.cgroups.size() elements.
+  // Pointers into states_ stay valid: an unordered_map's rehash moves no element.
   ApplyMemoryStat(sample, states, interval, snap->socket_accounting_enabled);
   ApplyTiers(sample, states, snap->socket_accounting_enabled);
+  for (CgroupState* st : states) st->rebaseline = false;
 
   for (int s = 0; s < kSignalCount; ++s) snap->signal_tier[s] = BestLive(sample, static_cast<Signal>(s));
 
@@ -221,6 +273,16 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
     }
     if (const TierValues* k = from(Signal::kWindowClamps)) v.best.clamps_total = k->clamps_total;
     if (const TierValues* k = from(Signal::kClampedSockets)) v.best.census = k->census;
+    // Drops and prunes come from different programs (and tiers): each half
+    // from its own signal's best tier.
+    if (const TierValues* k = from(Signal::kRcvMemDrops)) {
+      v.best.prunes_total.rcv_mem_drops = k->prunes_total.rcv_mem_drops;
+      v.best.prunes_total.ofo_pruned_segs = k->prunes_total.ofo_pruned_segs;
+    }
+    if (const TierValues* k = from(Signal::kTcpPrunes)) {
+      v.best.prunes_total.collapses = k->prunes_total.collapses;
+      v.best.prunes_total.ofo_prunes = k->prunes_total.ofo_prunes;
+    }
     if (const TierValues* k = from(Signal::kSockThrottled)) v.best.sock_throttled_total = k->sock_throttled_total;
     // mem_cgroup_under_socket_pressure() walks up to the root: a live
     // deadline on any ancestor throttles this cgroup's sockets too.
@@ -231,23 +293,45 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
     v.file_bytes = c.file_bytes;
     v.sock_bytes = c.sock_bytes;
     v.swap_bytes = c.swap_bytes;
-    v.memory_current = c.memory_current;
-    v.memory_max = c.memory_max;
-    v.memory_high = c.memory_high;
-    v.memory_low = c.memory_low;
-    v.memory_min = c.memory_min;
-    v.swap_max = c.swap_max;
-    v.events_oom_kill = c.events_oom_kill;
-    v.psi_some = c.psi_some;
-    v.psi_full = c.psi_full;
-    v.kmem_tcp_usage = c.kmem_tcp_usage;
-    v.kmem_tcp_limit = c.kmem_tcp_limit;
-    v.kmem_tcp_failcnt = c.kmem_tcp_failcnt;
+    static_cast<CgroupLimits&>(v) = c;
     snap->cgroups.push_back(std::move(v));
   }
-  states_ = std::move(next);  // cgroups that vanished lose their state and series
+  // Once a cgroup was folded, its ancestors carry folded counts for good.
+  folding_ = folding_ || !std::all_of(sample.cgroups.begin(), sample.cgroups.end(),
+                                      [](const CgroupReading& c) { return c.exported; });
+  if (folding_) {
+    std::vector<FoldMemory*> memory;
+    memory.reserve(states.size());
+    for (CgroupState* st : states) memory.push_back(&st->fold);
+    snap->cgroups = FoldUnexported(sample, memory, std::move(snap->cgroups));
+  }
+  // What is not stamped was not seen this time: gone after a complete walk,
+  // possibly only unseen after an incomplete one.
+  if (states_.size() > sample.cgroups.size()) {
+    std::unordered_map<std::string, CgroupState> vanished;
+    for (auto it = states_.begin(); it != states_.end();) {
+      if (it->second.seen == stamp) {
+        ++it;
+        continue;
+      }
+      auto node = states_.extract(it++);
+      vanished.insert(std::move(node));
+    }
+    KeepUnseen(vanished, sample);
+    // An unordered_map never shrinks its bucket array by itself.
+    if (states_.bucket_count() > 2 * states_.size() + 1024) states_.rehash(0);
+  } else {
+    std::unordered_map<std::string, CgroupState> none;
+    KeepUnseen(none, sample);
+  }
+  last_complete_ = sample.cgroups_complete;
+  // Pointers into states_ (an unordered_map moves no element on rehash);
+  // everything not in `states` was extracted above.
+  last_states_ = std::move(states);
 
   if (sample.cgroups_skipped > 0) ++overflow_total_;
+  for (const auto& [reason, n] : sample.cgroups_left_out) skipped_total_[reason] += n;
+  snap->cgroups_skipped_total = skipped_total_;
   snap->sequence = ++sequence_;
   snap->unix_millis = sample.unix_millis;
   snap->interval_seconds = interval;
@@ -261,6 +345,31 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
   snap->samples_total = sequence_;
   snap->sample_cpu_seconds = sample_cpu_seconds;
   return snap;
+}
+
+void StateTracker::KeepUnseen(std::unordered_map<std::string, CgroupState>& vanished, const Sample& sample) {
+  if (sample.cgroups_complete) {
+    // Every cgroup was read: whatever is missing was removed.
+    unseen_.clear();
+    if (unseen_.bucket_count() > kMinUnseenCapacity) unseen_.rehash(0);
+    return;
+  }
+  for (auto& [path, st] : vanished) {
+    if (sample.IndexOfId(st.id) >= 0) continue;  // moved under a new path? never merge
+    unseen_[path] = Unseen{std::move(st), sample.monotonic_seconds};
+  }
+  for (auto it = unseen_.begin(); it != unseen_.end();) {
+    bool expired = sample.monotonic_seconds - it->second.since > kUnseenExpirySeconds;
+    it = expired ? unseen_.erase(it) : std::next(it);
+  }
+  size_t cap = std::max(kMinUnseenCapacity, sample.cgroups.size());
+  if (unseen_.size() <= cap) return;
+  // Over capacity: forget the longest unseen first.
+  std::vector<std::pair<double, std::string>> by_age;
+  by_age.reserve(unseen_.size());
+  for (const auto& [path, u] : unseen_) by_age.emplace_back(u.since, path);
+  std::sort(by_age.begin(), by_age.end());
+  for (size_t i = 0; i < by_age.size() - cap; ++i) unseen_.erase(by_age[i].second);
 }
 
 }  // namespace sockpressure

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exporter/sources/sample.h"
+#include "exporter/state/fold.h"
 #include "exporter/state/identity.h"
 #include "exporter/state/snapshot.h"
 #include "exporter/state/vmpressure_window.h"
@@ -28,13 +29,26 @@ class StateTracker {
                                          double sample_cpu_seconds);
 
   size_t tracked() const { return states_.size(); }
+  // Cgroups missing from recent incomplete walks whose baselines are kept.
+  size_t unseen() const { return unseen_.size(); }
+
+  // A cgroup unseen for longer than this (with every walk incomplete) is
+  // forgotten; if it returns, it starts from a new baseline.
+  static constexpr double kUnseenExpirySeconds = 600;
+  // At most this many baselines (or as many as are tracked) are kept.
+  static constexpr size_t kMinUnseenCapacity = 1024;
 
  private:
   struct CgroupState {
     uint64_t id = 0;
+    uint64_t seen = 0;  // the sample (sequence + 1) that last saw it
     // memory.stat hierarchical counters less proactive reclaim, last sample.
     uint64_t prev_scan = 0, prev_steal = 0;
     bool have_prev = false;
+    // The counts read this time are a baseline, not news: the cgroup returns
+    // after a gap (its nearest seen ancestor already counted what happened
+    // meanwhile), or it may have existed unseen behind an incomplete walk.
+    bool rebaseline = false;
     // A parent and its children are read at slightly different moments, so
     // own - sum(children) can dip below zero in one interval and rise by the
     // same amount in the next. The dip is carried here instead of being
@@ -45,6 +59,8 @@ class StateTracker {
     std::map<Tier, ReclaimCounters> prev_reclaim;
     std::map<Tier, PressureState> prev_pressure;
     std::map<Tier, ClampCounters> prev_clamps;
+    std::map<Tier, PruneCounters> prev_prunes;
+    FoldMemory fold;  // --cgroup.include/exclude/level (fold.h)
   };
 
   void ApplyMemoryStat(const Sample& sample, const std::vector<CgroupState*>& states, double interval,
@@ -54,9 +70,24 @@ class StateTracker {
   IdentityResolver* identity_;
   bool keep_all_tiers_;
   std::unordered_map<std::string, CgroupState> states_;
+  // Cgroups that an incomplete walk (--cgroup.max cut, unreadable files) left
+  // out, keyed by path; a returning cgroup is only recognised with the same
+  // id (inode), so a recreated one is never taken for it.
+  struct Unseen {
+    CgroupState state;
+    double since = 0;  // monotonic seconds of the first sample that missed it
+  };
+  std::unordered_map<std::string, Unseen> unseen_;
+  bool last_complete_ = false;
+  std::vector<CgroupState*> last_states_;  // the last sample's matching, parallel to its cgroups
+  bool folding_ = false;  // some cgroup was not exported (fold.h)
+  void KeepUnseen(std::unordered_map<std::string, CgroupState>& vanished, const Sample& sample);
+  // This sample's cgroup -> state, by path and id; new and recreated cgroups get a fresh state.
+  std::vector<CgroupState*> MatchStates(const Sample& sample, uint64_t stamp);
   double last_monotonic_ = 0;
   uint64_t sequence_ = 0;
   uint64_t overflow_total_ = 0;
+  std::map<std::string, uint64_t> skipped_total_;
 };
 
 }  // namespace sockpressure

@@ -126,7 +126,6 @@ TEST(AlertmanagerPush, FiresAfterThresholdWithRuleLabelsRetriesAndResolves) {
   for (const auto& [k, v] : a.labels()) labels[k] = v;
   std::map<std::string, std::string> want = {{"alertname", "SockPressureTCPThrottled"},
                                              {"severity", "warning"},
-                                             {"signal", "socket_pressure"},
                                              {"cgroup", "/workload.slice/proxy.service"},
                                              {"namespace", "web"},
                                              {"pod", "proxy-0"},
@@ -137,6 +136,9 @@ TEST(AlertmanagerPush, FiresAfterThresholdWithRuleLabelsRetriesAndResolves) {
   EXPECT_EQ(a.generator_url(), "http://node-1:19100/episodes#episode-7");
   EXPECT_GT(a.ends_at().seconds(), absl::ToUnixSeconds(absl::Now()));  // firing: endsAt ahead
   EXPECT_THAT(a.annotations().at("runbook_url"), HasSubstr("tcp-throttled.md"));
+  // The tripping signal is an annotation, as in the rule: a label would make a
+  // switch of signal a new alert (resolve + page again).
+  EXPECT_EQ(a.annotations().at("signal"), "socket_pressure");
 
   // Firing alerts are refreshed every resend interval.
   size_t before = am.Received().size();
@@ -161,6 +163,51 @@ TEST(AlertmanagerPush, FiresAfterThresholdWithRuleLabelsRetriesAndResolves) {
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   EXPECT_EQ(am.Received().size(), n);
   p.Stop();
+}
+
+TEST(AlertmanagerPush, PushesCriticalPastItsThresholdAndResolvesBoth) {
+  FakeAlertmanager am;
+  AlertmanagerOptions o = Options(am.url());
+  o.critical_min_pressure_seconds = 6;
+  auto pusher = AlertmanagerPusher::Create(o);
+  ASSERT_TRUE(pusher.ok()) << pusher.status();
+  AlertmanagerPusher& p = **pusher;
+  p.Start();
+  auto names = [&](bool firing) {
+    std::map<std::string, std::string> out;  // alertname -> severity
+    for (const auto& a : am.Received()) {
+      bool is_firing = a.ends_at().seconds() > absl::ToUnixSeconds(absl::Now());
+      if (is_firing == firing) out[a.labels().at("alertname")] = a.labels().at("severity");
+    }
+    return out;
+  };
+  p.Update({MakeEpisode(4.0)}, absl::ToUnixMillis(absl::Now()));
+  ASSERT_TRUE(WaitFor([&] { return names(true).count("SockPressureTCPThrottled") == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(names(true).count("SockPressureTCPThrottledCritical"), 0u) << "below the critical threshold";
+
+  p.Update({MakeEpisode(6.5)}, absl::ToUnixMillis(absl::Now()));
+  ASSERT_TRUE(WaitFor([&] { return names(true).count("SockPressureTCPThrottledCritical") == 1; }));
+  EXPECT_EQ(names(true)["SockPressureTCPThrottledCritical"], "critical");
+  for (const auto& a : am.Received()) {
+    if (a.labels().at("alertname") != "SockPressureTCPThrottledCritical") continue;
+    EXPECT_THAT(a.annotations().at("runbook_url"), HasSubstr("#sockpressuretcpthrottledcritical"));
+    EXPECT_EQ(a.labels().at("cgroup"), "/workload.slice/proxy.service");
+    EXPECT_EQ(a.labels().at("instance"), "node-1:19100");
+  }
+  p.Update({MakeEpisode(7.0, false)}, absl::ToUnixMillis(absl::Now()));
+  ASSERT_TRUE(WaitFor([&] {
+    auto r = names(false);
+    return r.count("SockPressureTCPThrottled") && r.count("SockPressureTCPThrottledCritical");
+  })) << "both alerts resolve with the episode";
+  p.Stop();
+}
+
+TEST(AlertmanagerPush, DefaultInstanceIsTheNodeNameWhenKnown) {
+  // The ServiceMonitor relabels instance to the node name; with NODE_NAME set
+  // (DaemonSet downward API) the pushed alert must carry the same value.
+  EXPECT_EQ(DefaultAlertInstance("node-a", "host-1:19100"), "node-a");
+  EXPECT_EQ(DefaultAlertInstance("", "host-1:19100"), "host-1:19100");
 }
 
 TEST(AlertmanagerPush, KeepsStateWhileAlertmanagerIsDownAndBoundsIt) {

@@ -126,9 +126,11 @@ def main():
         fire_s = time.monotonic() - t0
         assert len(alerts) == 1, alerts
         a = alerts[0]
-        want = {"alertname": "SockPressureTCPThrottled", "severity": "warning", "signal": "socket_pressure",
+        want = {"alertname": "SockPressureTCPThrottled", "severity": "warning",
                 "cgroup": CGROUP, "instance": INSTANCE, "job": JOB}
         assert a["labels"] == want, a["labels"]
+        # The signal is an annotation, as in the rule (a label re-paged on a signal switch).
+        assert a["annotations"].get("signal") == "socket_pressure", a["annotations"]
         assert a["generatorURL"].startswith(f"http://127.0.0.1:{agent_port}/episodes#episode-"), a["generatorURL"]
         assert "tcp-throttled.md" in a["annotations"]["runbook_url"]
         latency = harness.metric(agent_port, f'sockpressure_alertmanager_latency_seconds{{alertmanager="http://127.0.0.1:{am_port}"}}')

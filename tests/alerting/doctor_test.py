@@ -73,6 +73,7 @@ def main():
         code, out = run_doctor(args.agent, root)
         results.append(check("v2 healthy", code, out, 0, "cgroup mode        unified (memory controller on cgroup v2)",
                              "swap               on: 1 area(s)", "socket accounting  on",
+                             "reclaim            classic LRUs (no /sys/kernel/mm/lru_gen",
                              "reclaim          memory_stat", "sock_throttled   none",
                              "exists from kernel 6.19 (this is 6.1.0-sim)", "Verdict: no throttling found (exit 0)",
                              "the precondition exists", "reclaim-scan-without-reclaim.md"))
@@ -89,8 +90,12 @@ def main():
         # v2, throttling right now (the simulator keeps running).
         root = os.path.join(procs.tmp, "throttling")
         sim = harness.start_sim(procs, args.sim, root, state="throttling", interval=0.2)
+        # A kernel with MGLRU built in but switched off (Debian's 6.1 default).
+        write(os.path.join(root, "sysfs", "kernel", "mm", "lru_gen", "enabled"), "0x0000\n")
         code, out = run_doctor(args.agent, root)
         results.append(check("v2 throttling now", code, out, 1, "Throttling now\n  FOUND in ",
+                             "reclaim            MGLRU off (classic active/inactive LRUs) (lru_gen/enabled 0x0000)",
+                             "Switch reclaim to MGLRU",
                              "  - /workload.slice/proxy.service: own socket pressure asserted; scan-without-reclaim 1.00",
                              "Reclaim in the interval", "/workload.slice/cache.service",
                              "Verdict: THROTTLING FOUND (exit 1)", "memory.swap.max=0",

@@ -6,9 +6,10 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "exporter/alerting/api.h"
-#include "exporter/alerting/doctor.h"
+#include "exporter/outputs/alerts_api.h"
+#include "exporter/commands/doctor.h"
 #include "exporter/alerting/episodes.h"
+#include "exporter/outputs/episode_timeline.h"
 #include "exporter/outputs/text_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -253,6 +254,59 @@ TEST(Api, PageShowsRowsAndEscapes) {
   EXPECT_THAT(html, HasSubstr("Alert push: ok"));
 }
 
+TEST(Episodes, KeepABoundedTimelineOfPressureAndClamps) {
+  EpisodeTracker t({/*quiet_seconds=*/1000, /*history=*/16, /*top_reclaimers=*/5});
+  Node n;
+  t.Observe(n.Step({}));
+  t.Observe(n.Step({"/a"}));
+  t.Observe(n.Step({}));  // quiet but still open: a zero point
+  t.Observe(n.Step({"/a"}));
+  std::vector<Episode> open = t.OpenAndJustClosed();
+  ASSERT_EQ(open.size(), 1u);
+  ASSERT_EQ(open[0].timeline.size(), 3u);
+  EXPECT_DOUBLE_EQ(open[0].timeline[0].pressure_seconds, 1.0);
+  EXPECT_DOUBLE_EQ(open[0].timeline[1].pressure_seconds, 0.0);
+  EXPECT_DOUBLE_EQ(open[0].timeline[2].interval_seconds, 1.0);
+  EXPECT_EQ(open[0].timeline[2].end_ms, open[0].last_throttled_ms);
+  // A long episode keeps at most kEpisodeTimelinePoints points, each covering
+  // more time, and the whole span and total pressure are preserved.
+  for (int i = 0; i < 1000; ++i) t.Observe(n.Step({"/a"}));
+  open = t.OpenAndJustClosed();
+  const auto& tl = open[0].timeline;
+  EXPECT_LE(tl.size(), kEpisodeTimelinePoints);
+  EXPECT_GE(tl.size(), kEpisodeTimelinePoints / 2);
+  double pressure = 0, span = 0;
+  for (const EpisodePoint& p : tl) {
+    pressure += p.pressure_seconds;
+    span += p.interval_seconds;
+  }
+  EXPECT_DOUBLE_EQ(pressure, open[0].throttled_seconds);
+  EXPECT_DOUBLE_EQ(span, open[0].DurationSeconds());
+}
+
+TEST(Api, PageDrawsEachEpisodeAsAnSvgTimeline) {
+  EpisodeTracker t({30, 16, 5});
+  Node n;
+  t.Observe(n.Step({}));
+  t.Observe(n.Step({"/a"}));
+  t.Observe(n.Step({}));
+  Snapshot s = n.Step({"/a"});
+  t.Observe(s);
+  api::v1::EpisodeList list = BuildEpisodeList(t, 10, "", s.unix_millis);
+  ASSERT_EQ(list.episodes(0).timeline_size(), 3);
+  std::string svg = EpisodeTimelineSvg(list.episodes(0));
+  EXPECT_THAT(svg, HasSubstr("<svg"));
+  EXPECT_THAT(svg, HasSubstr("class=\"timeline\""));
+  EXPECT_THAT(svg, HasSubstr("data-points=\"3\""));
+  EXPECT_THAT(svg, HasSubstr("<title>"));
+  // Two pressured samples -> two pressure bars, none for the quiet one.
+  size_t bars = 0;
+  for (size_t at = svg.find("class=\"pressure\""); at != std::string::npos; at = svg.find("class=\"pressure\"", at + 1)) ++bars;
+  EXPECT_EQ(bars, 2u);
+  std::string html = RenderEpisodesPage(BuildCgroupList(s, t, true), list, {"1.2.3", [] { return std::string(); }});
+  EXPECT_THAT(html, HasSubstr("<svg"));
+}
+
 TEST(Doctor, VerdictsAndExitCodes) {
   Node n;
   Snapshot a = n.Step({});
@@ -276,6 +330,48 @@ TEST(Doctor, VerdictsAndExitCodes) {
   Snapshot empty;
   EXPECT_EQ(RenderDoctorReport(empty, empty, o, &out), kDoctorError);
   EXPECT_THAT(out, HasSubstr("cannot tell"));
+}
+
+// Pruning and drops go into the open episode and into doctor's report, with
+// or without socket pressure, but only pressure (or clamps) opens an episode
+// or makes the verdict "throttled".
+TEST(Episodes, PruningAndDropsAreRecordedButOpenNothing) {
+  EpisodeTracker t({30, 16, 5});
+  Node n;
+  t.Observe(n.Step({}));
+  n.Get("/b").best.prunes_total = PruneCounters{4, 0, 2, 0};
+  Snapshot b1 = n.Step({});
+  t.Observe(b1);
+  EXPECT_TRUE(t.OpenAndJustClosed().empty()) << "an SO_RCVBUF overrun is not memcg throttling";
+
+  n.Get("/a").best.prunes_total = PruneCounters{3, 5, 1, 1};
+  Snapshot a1 = n.Step({"/a"});
+  t.Observe(a1);
+  n.Get("/a").best.prunes_total = PruneCounters{7, 5, 2, 1};
+  Snapshot a2 = n.Step({"/a"});
+  t.Observe(a2);
+  std::vector<Episode> open = t.OpenAndJustClosed();
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].cgroup, "/a");
+  EXPECT_EQ(open[0].prunes.rcv_mem_drops, 7u);
+  EXPECT_EQ(open[0].prunes.ofo_pruned_segs, 5u);
+  EXPECT_EQ(open[0].prunes.collapses, 2u);
+  EXPECT_EQ(open[0].prunes.ofo_prunes, 1u);
+
+  DoctorOptions o;
+  o.version = "test";
+  std::string out;
+  EXPECT_EQ(RenderDoctorReport(a1, a2, o, &out), kDoctorThrottling);
+  EXPECT_THAT(out, HasSubstr("Pruning and receive drops"));
+  EXPECT_THAT(out, HasSubstr("  - /a: receive queue collapsed +1; segments DROPPED for lack of receive memory +4; "
+                             "under memcg socket pressure"));
+  EXPECT_THAT(out, HasSubstr("alerts/runbooks/tcp-pruning.md"));
+  out.clear();
+  Snapshot before = n.Step({});
+  n.Get("/b").best.prunes_total = PruneCounters{9, 0, 3, 0};
+  EXPECT_EQ(RenderDoctorReport(before, n.Step({}), o, &out), kDoctorNoThrottling);
+  EXPECT_THAT(out, HasSubstr("  - /b: receive queue collapsed +1; segments DROPPED for lack of receive memory +5; "
+                             "no socket pressure: its own buffer overran"));
 }
 
 }  // namespace

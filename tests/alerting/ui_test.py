@@ -9,6 +9,7 @@ Set SOCKPRESSURE_SCREENSHOT=FILE to keep the screenshot.
 """
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -37,6 +38,10 @@ def main():
     try:
         root = os.path.join(procs.tmp, "tree")
         harness.start_sim(procs, args.sim, root, state="throttling")
+        # MGLRU on (6.12's default), so the node precondition shows in the API and on the page.
+        os.makedirs(os.path.join(root, "sysfs", "kernel", "mm", "lru_gen"), exist_ok=True)
+        with open(os.path.join(root, "sysfs", "kernel", "mm", "lru_gen", "enabled"), "w") as f:
+            f.write("0x0007\n")
         port = harness.free_port()
         procs.start("agent", harness.agent_argv(args.agent, root, port, "--episodes.quiet-period=30s"))
         base = f"http://127.0.0.1:{port}"
@@ -54,6 +59,7 @@ def main():
         assert e["trigger"] == "socket_pressure", e
         assert e["preconditions"]["swapEnabled"] is True and e["preconditions"]["socketAccountingEnabled"] is True, e
         assert e["preconditions"]["signalSources"]["socket_pressure"] == "memory_stat", e
+        assert e["preconditions"]["mglruEnabled"] is True, e
         assert e["peakScanWithoutReclaimRatio"] > 0.99, e
         assert e["topReclaimers"][0]["cgroup"] == "/workload.slice/cache.service", e["topReclaimers"]
         cg = json.loads(harness.http_get(f"{base}/api/v1/cgroups?pressure=1"))
@@ -73,7 +79,32 @@ def main():
         assert row in html, html[:3000]
         assert f'id="episode-{ep["id"]}"' in html
         assert "throttled (own pressure)" in html
+        assert 'MGLRU <span class="ok">on</span>' in html  # node precondition pill
+        assert "on / on / on" in html  # episode: swap / sock acct / MGLRU
         assert "/workload.slice/cache.service" in html  # top reclaimer column
+
+        # The episode's timeline: an inline SVG in its row, drawn by the browser. Chromium's own
+        # layout of it (through a page that measures the SVG's elements) must give the pressure
+        # bars a real size, so a malformed or empty drawing fails here.
+        m = re.search(r'<tr id="episode-%s".*?(<svg class="timeline".*?</svg>)' % ep["id"], html, re.S)
+        assert m, "no <svg class=\"timeline\"> in the episode's row"
+        svg = m.group(1)
+        assert 'class="pressure"' in svg and "<title>" in svg, svg[:500]
+        probe = os.path.join(procs.tmp, "timeline-probe.html")
+        with open(probe, "w") as f:
+            f.write("<!doctype html><html><body>" + svg + "<pre id=out></pre><script>"
+                    "const s=document.querySelector('svg.timeline'),r=s.getBoundingClientRect();"
+                    "const bars=[...s.querySelectorAll('rect.pressure')].map(b=>b.getBBox());"
+                    "document.getElementById('out').textContent=JSON.stringify({w:r.width,h:r.height,"
+                    "bars:bars.length,area:bars.reduce((a,b)=>a+b.width*b.height,0),"
+                    "ns:s.namespaceURI})</script></body></html>")
+        laid = chromium(procs, "--dump-dom", "file://" + probe)
+        mm = re.search(r'<pre id="out">(.*?)</pre>', laid.stdout, re.S)
+        assert mm, laid.stdout[-2000:] + laid.stderr[-2000:]
+        got = json.loads(mm.group(1))
+        print(f"timeline in Chromium: {got}")
+        assert got["ns"] == "http://www.w3.org/2000/svg" and got["w"] == 240 and got["h"] == 40, got
+        assert got["bars"] >= 1 and got["area"] > 0, got
 
         png = os.path.join(procs.tmp, "episodes.png")
         shot = chromium(procs, f"--screenshot={png}", "--window-size=1280,900", f"{base}/episodes")

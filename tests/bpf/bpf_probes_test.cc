@@ -13,6 +13,7 @@
 #include "exporter/sources/bpf/bpf_source.h"
 #include "exporter/sources/cgroupfs_source.h"
 #include "gtest/gtest.h"
+#include "tests/bpf/bpf_test_main.h"
 #include "tests/bpf/net_util.h"
 
 #ifdef SOCKPRESSURE_WITH_BPF
@@ -33,7 +34,6 @@ BpfOptions ClampOnly(const std::string& attach) {
   o.pressure = false;
   o.vmpressure = false;
   o.clamp_attach = {attach};
-  o.drop_capabilities = false;  // the test process needs its capabilities
   return o;
 }
 
@@ -83,7 +83,6 @@ TEST(BpfProbes, RawTpClampHandlerRunsOnLoopbackTraffic) { ExpectClampHandlerRuns
 // attach type takes over; nothing fails.
 TEST(BpfProbes, FallbackChainPicksFirstAcceptedAttachType) {
   BpfOptions o;
-  o.drop_capabilities = false;
   std::unique_ptr<BpfSource> src = NewBpfSource(o);
   std::vector<ProbeStatus> ps = src->Probes();
   for (const ProbeStatus& p : ps) {
@@ -102,7 +101,7 @@ TEST(BpfProbes, FallbackChainPicksFirstAcceptedAttachType) {
     }
     EXPECT_LE(attached, 1) << probe;
   }
-  // This project's CI kernel (build-notes §3): fentry refused (EPERM), no
+  // This project's CI kernel (docs/kernel.md §5): fentry refused (EPERM), no
   // kprobes, tp_btf and iterators fine. Elsewhere only the invariants hold.
   const ProbeStatus* fexit = Find(ps, "window_clamps", "fexit");
   const ProbeStatus* tp_btf = Find(ps, "window_clamps", "tp_btf");
@@ -121,7 +120,6 @@ TEST(BpfProbes, CgroupIteratorWalksMemoryHierarchy) {
   BpfOptions o;
   o.clamps = false;
   o.vmpressure = false;
-  o.drop_capabilities = false;
   std::unique_ptr<BpfSource> src = NewBpfSource(o);
   const ProbeStatus* st = Find(src->Probes(), "socket_pressure", "iter");
   ASSERT_NE(st, nullptr);
@@ -155,20 +153,4 @@ TEST(BpfProbes, CgroupIteratorWalksMemoryHierarchy) {
 }  // namespace
 }  // namespace sockpressure
 
-int main(int argc, char** argv) {
-  if (!sockpressure::BpfBuiltIn()) {
-    std::printf("SKIP: built without eBPF (SOCKPRESSURE_BPF=OFF or no clang/bpftool/libbpf)\n");
-    return 77;
-  }
-  if (::geteuid() != 0) {
-    std::printf("SKIP: eBPF probe tests need root (CAP_BPF+CAP_PERFMON)\n");
-    return 77;
-  }
-  struct stat st;
-  if (::stat("/sys/kernel/btf/vmlinux", &st) != 0) {
-    std::printf("SKIP: no kernel BTF (/sys/kernel/btf/vmlinux)\n");
-    return 77;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char** argv) { return sockpressure::RunBpfTests(argc, argv); }

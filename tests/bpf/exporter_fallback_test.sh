@@ -14,7 +14,9 @@ cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "
 trap cleanup EXIT INT TERM
 fail() { echo "FAIL: $*"; echo "--- log"; cat "$TMP/log"; exit 1; }
 
-port() { echo $(( 20000 + $$ % 20000 + $1 )); }
+# A port free now: the agent binds exclusively, so a port derived from the
+# PID could be held by a parallel test and make the agent refuse to start.
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 
 start() { # $1 = port, rest = flags
   p=$1; shift

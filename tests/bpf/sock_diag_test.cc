@@ -13,7 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "exporter/sources/sock_diag/netns.h"
+#include "exporter/sources/kernel/netns.h"
 #include "exporter/sources/sock_diag/sock_diag_source.h"
 #include "gtest/gtest.h"
 #include "tests/bpf/net_util.h"
@@ -97,7 +97,7 @@ TEST(SockDiagCensus, FindsSocketsInOtherNamespacesAndAttributesThem) {
 
   // The census over all namespaces: our 6 sockets at least, none clamped.
   Paths paths_root;
-  RawCensus c = CensusAllNamespaces(paths_root, true);
+  TcpCensusResult c = CensusAllNamespaces(paths_root, true);
   std::printf("census: %zu namespaces (%zu failed), %zu sockets, own cgroup2 id %llu\n", c.namespaces,
               c.namespaces_failed, c.sockets, static_cast<unsigned long long>(own_id));
   ASSERT_TRUE(c.by_cgroup2.count(own_id));
@@ -105,7 +105,7 @@ TEST(SockDiagCensus, FindsSocketsInOtherNamespacesAndAttributesThem) {
   EXPECT_EQ(c.by_cgroup2[own_id].clamped, 0u);
   // From the root namespace alone the namespaced sockets are invisible
   // (checked by socket inode, unique node-wide).
-  RawCensus own_only = CensusAllNamespaces(paths_root, false);
+  TcpCensusResult own_only = CensusAllNamespaces(paths_root, false);
   EXPECT_EQ(own_only.namespaces, 1u);
   std::set<uint64_t> root_inodes;
   ASSERT_TRUE(DumpTcpSockets(-1, [&](const TcpSocketInfo& s) { root_inodes.insert(s.inode); }).ok());

@@ -15,7 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "exporter/sources/bpf/tcp_census_source.h"
-#include "exporter/sources/sock_diag/netns.h"
+#include "exporter/sources/kernel/netns.h"
 #include "exporter/sources/sock_diag/sock_diag_source.h"
 #include "gtest/gtest.h"
 #include "tests/bpf/net_util.h"
@@ -116,7 +116,7 @@ TEST(TcpCensusIter, CollectorReportsTheIterTier) {
   if (!s.probes[0].attached) GTEST_SKIP() << "TCP iterator not available on this kernel";
   EXPECT_TRUE(s.IsLive(Signal::kClampedSockets, Tier::kIter));
 
-  ctx.bpf_enabled = false;  // --no-collector.bpf
+  ctx.collectors.erase("bpf");  // --no-collector.bpf
   EXPECT_EQ(NewBpfCensusSource(ctx), nullptr);
 }
 

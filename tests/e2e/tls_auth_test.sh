@@ -46,6 +46,10 @@ echo "plain http=$plain no-auth=$noauth wrong-password=$wrong right-password=$go
 [ "$noauth" = 401 ] || fail "no credentials must get 401"
 [ "$wrong" = 401 ] || fail "a wrong password must get 401"
 [ "$good" = 200 ] || fail "the right password must get 200"
+# Kubelet httpGet probes carry no credentials: /healthz is open (it says only ok/stalled).
+probe="$(code --cacert "$WORK/tls.crt" "https://127.0.0.1:$port/healthz")"
+echo "healthz without credentials=$probe"
+[ "$probe" = 200 ] || fail "/healthz must answer probes without credentials"
 # Into a file first: grep -q stops reading at the first match, and under
 # pipefail curl's failed write would fail the test at random.
 curl -fsS --cacert "$WORK/tls.crt" -u prometheus:s3cret "https://127.0.0.1:$port/metrics" >"$WORK/tls_metrics" ||

@@ -11,34 +11,58 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 METRICS_MD = os.path.join(ROOT, "docs", "metrics.md")
 
 
+# Series the mixin reads that other exporters or mixins provide, with where from. Only the fleet
+# workload rules use one; without it they are empty and the fleet dashboard falls back to pods.
+EXTERNAL = {
+    "namespace_workload_pod:kube_pod_owner:relabel":
+        "kubernetes-mixin recording rule over kube-state-metrics' kube_pod_owner (pod -> workload)",
+}
+
+
 def metric_names(path=METRICS_MD):
     names = set()
     for line in open(path):
-        if not line.startswith("| `"):
-            continue
+        names |= _names_in_row(line)
+    return names
+
+
+def _names_in_row(line):
+    names = set()
+    if not line.startswith("| `"):
+        return names
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    first, meaning = cells[0], cells[-1]
+    tokens = re.findall(r"`([^`]+)`", first)
+    last_full = None
+    for tok in tokens:
+        tok = re.sub(r"\{.*\}$", "", tok)
+        if "*" in tok:
+            continue  # sockpressure_tier_*: a family only present with --signal.all-tiers
+        if tok.startswith("sockpressure_"):
+            names.add(tok)
+            last_full = tok
+        elif tok.startswith("_") and last_full:
+            # "`sockpressure_memcg_anon_bytes`, `_file_bytes`": the continuation replaces as
+            # many trailing components of the previous full name as it has itself.
+            n = tok.count("_")
+            base = "_".join(last_full.split("_")[:-n])
+            names.add(base + tok)
+    if "…" in first and last_full:
+        # "`sockpressure_node_tcp_prune_called_total` …" + the TcpExt keys in the meaning cell.
+        m = re.fullmatch(r"(sockpressure_\w+?_)prune_called(_total)", last_full)
+        if m:
+            for key in re.findall(r"`([a-z_]+)`", meaning):
+                names.add(m.group(1) + key + m.group(2))
+    return names
+
+
+def context_metric_names(path=METRICS_MD):
+    """Names the agent exports only with --collector.context (the `profile` column of docs/metrics.md)."""
+    names = set()
+    for line in open(path):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        first, meaning = cells[0], cells[-1]
-        tokens = re.findall(r"`([^`]+)`", first)
-        last_full = None
-        for tok in tokens:
-            tok = re.sub(r"\{.*\}$", "", tok)
-            if "*" in tok:
-                continue  # sockpressure_tier_*: a family only present with --signal.all-tiers
-            if tok.startswith("sockpressure_"):
-                names.add(tok)
-                last_full = tok
-            elif tok.startswith("_") and last_full:
-                # "`sockpressure_memcg_anon_bytes`, `_file_bytes`": the continuation replaces as
-                # many trailing components of the previous full name as it has itself.
-                n = tok.count("_")
-                base = "_".join(last_full.split("_")[:-n])
-                names.add(base + tok)
-        if "…" in first and last_full:
-            # "`sockpressure_node_tcp_prune_called_total` …" + the TcpExt keys in the meaning cell.
-            m = re.fullmatch(r"(sockpressure_\w+?_)prune_called(_total)", last_full)
-            if m:
-                for key in re.findall(r"`([a-z_]+)`", meaning):
-                    names.add(m.group(1) + key + m.group(2))
+        if line.startswith("| `") and len(cells) == 4 and cells[2] == "context":
+            names |= _names_in_row(line)
     return names
 
 

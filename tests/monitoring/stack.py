@@ -113,7 +113,9 @@ class Webhook:
 
 
 class Stack:
-    def __init__(self, agent, rules_text=None, alertmanager=False, sim_args=()):
+    def __init__(self, agent, rules_text=None, alertmanager=False, sim_args=(), scrape_configs=None, agent_args=()):
+        """scrape_configs: optional function(agent host:port) -> YAML text of the scrape_configs list
+        (default: one static_configs job named JOB)."""
         for tool in ("prometheus",) + (("prometheus-alertmanager",) if alertmanager else ()):
             if not shutil.which(tool):
                 skip(f"{tool} not installed (Debian packages prometheus / prometheus-alertmanager)")
@@ -136,7 +138,7 @@ class Stack:
         self.start("agent", [agent, f"--web.listen-address=127.0.0.1:{self.agent_port}",
                              f"--path.procfs={self.sim_root}/procfs", f"--path.sysfs={self.sim_root}/sysfs",
                              f"--path.cgroupfs={self.sim_root}/cgroupfs", "--sample.interval=1s",
-                             "--log.level=info"] + self.optional_flags(agent))
+                             "--log.level=info"] + self.optional_flags(agent) + list(agent_args))
         wait_for(lambda: http_get(f"http://{self.instance}/healthz") is not None, 30, "agent /healthz")
 
         # 3. alertmanager + webhook
@@ -185,10 +187,10 @@ receivers:
   evaluation_interval: 1s
 rule_files: ['{rules_path}']
 {am_target}scrape_configs:
-  - job_name: {JOB}
+""" + (scrape_configs(self.instance) if scrape_configs else f"""  - job_name: {JOB}
     static_configs:
       - targets: ['{self.instance}']
-""")
+"""))
         p = subprocess.run(["promtool", "check", "config", prom_cfg], capture_output=True, text=True)
         if p.returncode != 0:
             raise RuntimeError("promtool check config: " + p.stdout + p.stderr)

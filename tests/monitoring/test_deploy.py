@@ -16,23 +16,13 @@ import tempfile
 
 import yaml
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import check, fail, finish  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 BASE = os.path.join(ROOT, "deploy", "base")
 
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg)
-
-
-def check(cond, msg):
-    if cond:
-        print("ok  ", msg)
-    else:
-        fail(msg)
 
 
 def run(cmd, **kw):
@@ -45,15 +35,80 @@ def need(tool, why):
         sys.exit(77)
 
 
+def render_with(component):
+    """deploy/base plus one component, rendered from a throwaway overlay."""
+    with tempfile.TemporaryDirectory() as d:
+        rel = lambda p: os.path.relpath(os.path.join(ROOT, "deploy", p), d)  # noqa: E731
+        with open(os.path.join(d, "kustomization.yaml"), "w") as f:
+            f.write(f"resources:\n  - {rel('base')}\ncomponents:\n  - {rel('components/' + component)}\n")
+        p = subprocess.run(["kubectl", "kustomize", d], capture_output=True, text=True)
+    return p
+
+
+def check_components(sa_name):
+    comps = sorted(os.listdir(os.path.join(ROOT, "deploy", "components")))
+    want = {"kube-prometheus-stack", "plain-prometheus", "namespace", "tls", "kubelet-nodes-proxy"}
+    check(want <= set(comps), f"components {sorted(want)} exist ({comps})")
+    for comp in comps:
+        p = render_with(comp)
+        if p.returncode != 0:
+            fail(f"component {comp}: kubectl kustomize: {p.stderr}")
+            continue
+        docs = [x for x in yaml.safe_load_all(p.stdout) if x]
+        kinds = {}
+        for x in docs:
+            kinds.setdefault(x["kind"], []).append(x)
+        v = subprocess.run(["node", os.path.join(HERE, "validate-k8s.js")], input=p.stdout, capture_output=True,
+                           text=True)
+        check(v.returncode == 0, f"component {comp}: renders and every object validates offline"
+              + ("" if v.returncode == 0 else "\n" + v.stdout[-1500:]))
+        ds = kinds["DaemonSet"][0]
+        c = ds["spec"]["template"]["spec"]["containers"][0]
+        if comp == "kube-prometheus-stack":
+            check(all(x["metadata"]["labels"].get("release") for k in ("ServiceMonitor", "PrometheusRule")
+                      for x in kinds.get(k, [])) and kinds.get("ServiceMonitor") and kinds.get("PrometheusRule"),
+                  f"{comp}: ServiceMonitor and PrometheusRule carry the chart's release label")
+        elif comp == "plain-prometheus":
+            ann = ds["spec"]["template"]["metadata"].get("annotations", {})
+            check(not [x for x in docs if x["apiVersion"].startswith("monitoring.coreos.com/")]
+                  and ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") == "19100",
+                  f"{comp}: no operator CRD objects, pods annotated for scraping on 19100")
+        elif comp == "namespace":
+            ns = [x for x in docs if x["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding")]
+            target = ds["metadata"]["namespace"]
+            crb = [b for b in kinds["ClusterRoleBinding"] if b["roleRef"]["name"] == "sockpressure-exporter-kubelet"]
+            sm = kinds["ServiceMonitor"][0]
+            check(target != "sockpressure" and all(x["metadata"]["namespace"] == target for x in ns)
+                  and crb[0]["subjects"][0]["namespace"] == target and sa_name == crb[0]["subjects"][0]["name"]
+                  and "matchNames" not in sm["spec"].get("namespaceSelector", {})
+                  and not kinds.get("Namespace"),
+                  f"{comp}: everything in {target}, binding follows, ServiceMonitor finds its own namespace")
+        elif comp == "tls":
+            check(all(c[pr]["httpGet"]["scheme"] == "HTTPS" and c[pr]["httpGet"]["path"] == "/healthz"
+                      for pr in ("livenessProbe", "readinessProbe"))
+                  and "--web.config.file=/etc/sockpressure/web/web.yml" in c["args"]
+                  and any(m["mountPath"] == "/etc/sockpressure/web" for m in c["volumeMounts"])
+                  and kinds["ServiceMonitor"][0]["spec"]["endpoints"][0].get("scheme") == "https",
+                  f"{comp}: web config mounted, probes and ServiceMonitor on HTTPS")
+        elif comp == "kubelet-nodes-proxy":
+            cr = [r for r in kinds["ClusterRole"] if r["metadata"]["name"] == "sockpressure-exporter-kubelet"][0]
+            check({"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]} in cr["rules"],
+                  f"{comp}: adds get nodes/proxy (opt-in, see its risk comment)")
+        else:
+            fail(f"component {comp} has no checks in test_deploy.py")
+    # The plain-Prometheus scrape job: Debian's promtool is built without Kubernetes discovery
+    # (it rejects kubernetes_sd_configs), so check its shape here.
+    job = yaml.safe_load(open(os.path.join(ROOT, "deploy", "prometheus", "scrape-config.yaml")))[0]
+    targets = [r.get("target_label") for r in job["relabel_configs"] if r.get("target_label")]
+    check(job["kubernetes_sd_configs"] == [{"role": "pod"}] and targets == ["instance"]
+          and not job.get("honor_labels"),
+          "deploy/prometheus/scrape-config.yaml sets only instance (no namespace/pod/container target labels)")
+
+
 def main():
     need("kubectl", "renders deploy/base with `kubectl kustomize`")
     need("node", "runs the kubernetes-models schema validation")
     need("yamllint", "Debian package yamllint")
-
-    # --- generated files ---------------------------------------------------
-    p = run([sys.executable, "deploy/generate.py", "--check"])
-    print(p.stdout + p.stderr)
-    check(p.returncode == 0, "deploy/base generated files match alerts/ and dashboards/")
 
     # --- render ----------------------------------------------------------------
     p = run(["kubectl", "kustomize", "deploy/base"])
@@ -131,7 +186,8 @@ def main():
           "service account token and NODE_IP=status.hostIP for the kubelet /pods client")
     check(sc.get("readOnlyRootFilesystem") is True and sc.get("allowPrivilegeEscalation") is False
           and not sc.get("privileged"), "read-only root fs, no privilege escalation, not privileged")
-    want_caps = {"BPF", "PERFMON", "SYS_RESOURCE", "SYS_ADMIN", "SYS_PTRACE", "DAC_READ_SEARCH"}
+    # No DAC_READ_SEARCH: cgroup ids are mapped to paths through st_ino, not open_by_handle_at().
+    want_caps = {"BPF", "PERFMON", "SYS_RESOURCE", "SYS_ADMIN", "SYS_PTRACE", "SETPCAP"}
     check(sc["capabilities"].get("drop") == ["ALL"] and set(sc["capabilities"].get("add", [])) == want_caps,
           "drop ALL, then add exactly " + ",".join(sorted(want_caps)))
     # Each added capability must be justified by a comment right above it in the source.
@@ -143,14 +199,40 @@ def main():
           "container port 19100 named metrics")
     for a in ("--web.listen-address=:19100", "--path.procfs=/host/proc"):
         check(a in c["args"], f"agent flag {a}")
+    # /healthz is served without basic auth, so the probes work with auth on; HTTPS with TLS on.
     for probe in ("livenessProbe", "readinessProbe"):
-        check(c[probe]["httpGet"] == {"path": "/healthz", "port": "metrics"}, f"{probe} on /healthz")
+        check(c[probe]["httpGet"] == {"path": "/healthz", "port": "metrics", "scheme": "HTTP"},
+              f"{probe} on /healthz, scheme HTTP (the TLS component switches it)")
+    check(spec.get("securityContext", {}).get("seccompProfile") == {"type": "RuntimeDefault"},
+          "seccompProfile RuntimeDefault")
+    # NODE_NAME is the instance label both alert paths use (ServiceMonitor relabeling and the
+    # agent's direct push), so Alertmanager deduplicates them.
+    check({"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}} in c.get("env", []),
+          "NODE_NAME=spec.nodeName for the pushed alerts' instance label")
+    check(spec.get("nodeSelector", {}).get("kubernetes.io/os") == "linux", "nodeSelector kubernetes.io/os: linux")
+    mu = ds["spec"].get("updateStrategy", {}).get("rollingUpdate", {}).get("maxUnavailable")
+    check(isinstance(mu, str) and mu.endswith("%") and int(mu[:-1]) >= 5,
+          f"maxUnavailable {mu!r} is a percentage (1 rolls a 1,000-node fleet one node at a time)")
+    # A hostPath of type "" whose path is missing fails the pod; a node without BTF must fall back
+    # to the non-eBPF tiers instead.
+    for v in spec["volumes"]:
+        if "hostPath" in v:
+            check(v["hostPath"].get("type") == "Directory" and v["hostPath"]["path"] in ("/proc", "/sys",
+                                                                                       "/sys/fs/cgroup"),
+                  f"hostPath volume {v['name']} ({v['hostPath']['path']}) always exists on a Linux node")
+    # system-node-critical outside kube-system needs a ResourceQuota for that class (GKE refuses
+    # the pods otherwise).
+    pc = spec.get("priorityClassName")
+    if pc in ("system-node-critical", "system-cluster-critical") and ds["metadata"]["namespace"] != "kube-system":
+        rq = [q for q in by_kind.get("ResourceQuota", []) if any(
+            e.get("scopeName") == "PriorityClass" and pc in e.get("values", [])
+            for e in q["spec"].get("scopeSelector", {}).get("matchExpressions", []))]
+        check(len(rq) == 1, f"a ResourceQuota scoped to PriorityClass {pc} allows it outside kube-system")
     check(c["resources"] == {"requests": {"cpu": "50m", "memory": "64Mi"},
                              "limits": {"cpu": "500m", "memory": "256Mi"}}, "requests 50m/64Mi, limits 500m/256Mi")
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     vols = {v["name"]: v for v in spec["volumes"]}
-    for path, host in (("/host/proc", "/proc"), ("/sys/kernel/btf", "/sys/kernel/btf"),
-                       ("/host/sys/fs/cgroup", "/sys/fs/cgroup")):
+    for path, host in (("/host/proc", "/proc"), ("/host/sys/fs/cgroup", "/sys/fs/cgroup")):
         m = mounts.get(path)
         check(m is not None and m.get("readOnly") is True and vols[m["name"]]["hostPath"]["path"] == host,
               f"host {host} mounted read-only at {path}")
@@ -173,10 +255,29 @@ def main():
     # Alerts key agent up/absent on job=<Service name> (prometheus-operator default).
     rules_text = open(os.path.join(ROOT, "alerts", "sockpressure-rules.yaml")).read()
     check(f'up{{job="{svc["metadata"]["name"]}"}}' in rules_text, "agent alerts select job=<Service name>")
+    # The job label must stay the Service name under any overlay, and the operator's target labels
+    # must not collide with the agent's own namespace/pod/container (they became exported_*, and
+    # every series carried the agent pod's own namespace and pod).
+    ep = sm["spec"]["endpoints"][0]
+    check(not ep.get("honorLabels"), "honorLabels off: it would stamp the agent's namespace/pod on node series")
+    drops = [r for r in ep.get("relabelings", []) if r.get("action") == "labeldrop"]
+    check(any(re.fullmatch(r.get("regex", ""), x) for r in drops for x in ("namespace", "pod", "container"))
+          and all(any(re.fullmatch(r.get("regex", ""), x) for r in drops)
+                  for x in ("namespace", "pod", "container", "service", "endpoint")),
+          "ServiceMonitor relabelings drop the operator's namespace/pod/container/service/endpoint target labels")
+    check("matchNames" not in sm["spec"].get("namespaceSelector", {}),
+          "ServiceMonitor has no hard-coded namespaceSelector (its own namespace, whatever the overlay)")
     cr = [r for r in by_kind.get("ClusterRole", []) if r["metadata"]["name"] == "sockpressure-exporter-kubelet"]
-    check(len(cr) == 1 and all(r.get("verbs") == ["get"] and all(x.startswith("nodes/") for x in r["resources"])
-                               for r in cr[0]["rules"]),
-          "ClusterRole sockpressure-exporter-kubelet grants only get on nodes/* subresources")
+    check(len(cr) == 1 and cr[0]["rules"] == [{"apiGroups": [""], "resources": ["nodes/pods"], "verbs": ["get"]}],
+          "ClusterRole sockpressure-exporter-kubelet grants only get on nodes/pods (not nodes/proxy)")
+    nps = by_kind.get("NetworkPolicy", [])
+    check(len(nps) == 1 and nps[0]["spec"]["podSelector"]["matchLabels"].items()
+          <= ds["spec"]["template"]["metadata"]["labels"].items()
+          and nps[0]["spec"].get("policyTypes") == ["Ingress"]
+          and len(nps[0]["spec"]["ingress"]) == 1
+          and nps[0]["spec"]["ingress"][0]["ports"] == [{"port": "metrics", "protocol": "TCP"}]
+          and all("podSelector" in f for f in nps[0]["spec"]["ingress"][0]["from"]),
+          "a NetworkPolicy admits only the scraper's pods to the metrics port")
     crb = [b for b in by_kind.get("ClusterRoleBinding", []) if b["roleRef"]["name"] == "sockpressure-exporter-kubelet"]
     check(len(crb) == 1 and crb[0]["subjects"] == [{"kind": "ServiceAccount", "name": spec["serviceAccountName"],
                                                     "namespace": "sockpressure"}],
@@ -184,6 +285,9 @@ def main():
     namespaced = [d for d in docs if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding")]
     check(all(d["metadata"].get("namespace") == "sockpressure" for d in namespaced),
           "every namespaced object is in namespace sockpressure")
+
+    # --- kustomize components -----------------------------------------------------------
+    check_components(spec["serviceAccountName"])
 
     # --- systemd unit ----------------------------------------------------------------
     unit = os.path.join(ROOT, "deploy", "systemd", "sockpressure-exporter.service")
@@ -205,14 +309,18 @@ def main():
         print("note: systemd-analyze not found; systemd unit not verified")
         fail("systemd-analyze missing")
     text = open(unit).read()
-    check("AmbientCapabilities=CAP_BPF CAP_PERFMON CAP_SYS_RESOURCE CAP_SYS_ADMIN CAP_SYS_PTRACE CAP_DAC_READ_SEARCH"
-          in text, "systemd unit grants the same capabilities as the DaemonSet")
+    check("AmbientCapabilities=CAP_BPF CAP_PERFMON CAP_SYS_RESOURCE CAP_SYS_ADMIN CAP_SYS_PTRACE CAP_SETPCAP\n" in text
+          and not re.search(r"^(Ambient|Bounding|CapabilityBoundingSet).*DAC_READ_SEARCH", text, re.M), "systemd unit grants the same capabilities as the DaemonSet")
 
-    if failures:
-        print(f"\n{len(failures)} failure(s)")
-        return 1
-    print("\ndeploy bundle OK")
-    return 0
+    # --- Dockerfile --------------------------------------------------------------------
+    stages = re.split(r"^FROM ", open(os.path.join(ROOT, "Dockerfile")).read(), flags=re.M)
+    runtime = stages[-1].replace("\\\n", " ")
+    check(re.search(r"apt-get install[^&]*\bca-certificates\b", runtime) is not None,
+          "runtime stage installs ca-certificates (https Alertmanager with a public certificate)")
+    # bpf/CMakeLists.txt compiles against sp_core.h, not the build host's BTF.
+    check("BTF of the *build* host" not in stages[0], "Dockerfile does not claim the build host's BTF is used")
+
+    return finish("deploy bundle OK")
 
 
 if __name__ == "__main__":

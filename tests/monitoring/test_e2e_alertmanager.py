@@ -7,7 +7,7 @@ The rule file is alerts/sockpressure-rules.yaml with every range and `for` divid
 (5m -> 10s, 10m -> 20s, 15m -> 30s), so firing and resolving take seconds; the real durations are
 covered by the promtool unit tests. Asserts:
 * SockPressureTCPThrottled (warning) and SockPressureTCPThrottledCritical (critical) reach the
-  webhook for the throttled cgroup A with the rule's labels (severity, signal, job, instance,
+  webhook for the throttled cgroup A with the rule's labels (severity, job, instance,
   cgroup) and annotations (summary and runbook_url exactly, description with A's value), and
   amtool sees them in Alertmanager;
 * nothing about the healthy cgroup B is ever notified;
@@ -95,11 +95,15 @@ def main():
             continue
         _, a = got[name]
         lab, ann = a["labels"], a["annotations"]
-        want_labels = {"alertname": name, "severity": want["severity"], "signal": "socket_pressure",
+        want_labels = {"alertname": name, "severity": want["severity"],
                        "job": stack.JOB, "instance": s.instance, "cgroup": A}
         for k, v in want_labels.items():
             if lab.get(k) != v:
                 fail(f"{name}: label {k}={lab.get(k)!r}, want {v!r} (labels {lab})")
+        # The tripping signal is an annotation: as a label, a switch between the
+        # two signals resolved the alert and paged again.
+        if "signal" in lab or ann.get("signal") != "socket_pressure":
+            fail(f"{name}: signal must be an annotation (socket_pressure), labels {lab}, annotations {ann}")
         if ann.get("summary") != want["summary"]:
             fail(f"{name}: summary {ann.get('summary')!r}")
         if ann.get("runbook_url") != want["runbook_url"]:

@@ -3,6 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 #include <thread>
 
 #include "exporter/sources/procfs_sources.h"
@@ -117,12 +122,136 @@ TEST(CgroupfsSourceTest, MissingHierarchyIsNotAnError) {
   EXPECT_EQ(s.cgroup_mode, CgroupMode::kUnknown);
 }
 
-TEST(CgroupfsSourceTest, CapKeepsShallowLevels) {
-  Sample s = Collect("v2", nullptr, 3);
-  ASSERT_EQ(s.cgroups.size(), 3u);
-  EXPECT_EQ(s.cgroups[0].path, "/");
-  for (const CgroupReading& c : s.cgroups) EXPECT_EQ(c.path.find('/', 1), std::string::npos) << c.path;
-  EXPECT_EQ(s.cgroups_skipped, 2u);  // the two services below workload.slice
+// --cgroup.max: cgroupfs_sampling_test.cc (CapKeepsCgroupsWithSocketsAndReclaim).
+
+// A cgroup v2 root with the memory controller and an idle memory.stat.
+void MemoryRoot(const std::filesystem::path& root) {
+  testing::WriteFile(root / "cgroup.controllers", "memory\n");
+  testing::WriteFile(root / "memory.stat", "pgscan 0\npgsteal 0\n");
+}
+
+// Issue 13: a FIFO in place of memory.stat blocked the sampler forever,
+// /dev/zero aborted the agent with bad_alloc, a 64 MB file was read whole.
+// Each is refused (and reported) without blocking; the rest is still read.
+TEST(CgroupfsSourceTest, HostileFilesAreRefusedWithoutBlocking) {
+  testing::TempDir dir;
+  const auto root = dir.path();
+  MemoryRoot(root);
+  testing::WriteFile(root / "ok" / "memory.stat", "pgscan 7\npgsteal 7\n");
+  std::filesystem::create_directories(root / "fifo");
+  ASSERT_EQ(::mkfifo((root / "fifo" / "memory.stat").c_str(), 0600), 0);
+  std::filesystem::create_directories(root / "zero");
+  std::filesystem::create_symlink("/dev/zero", root / "zero" / "memory.stat");
+  std::filesystem::create_directories(root / "huge");
+  {
+    std::ofstream big(root / "huge" / "memory.stat");
+    std::string line = "pgscan 1\n";
+    for (size_t n = 0; n < (size_t{64} << 20); n += line.size()) big << line;
+  }
+  // A character device itself (not a symlink to one), where mknod is allowed.
+  std::filesystem::create_directories(root / "chardev");
+  bool have_chardev = ::mknod((root / "chardev" / "memory.stat").c_str(), S_IFCHR | 0600, makedev(1, 5)) == 0;
+
+  Paths paths;
+  paths.cgroupfs = root.string();
+  std::unique_ptr<Source> src = NewCgroupfsSource(paths, {});
+  auto done = std::make_shared<std::promise<std::pair<absl::Status, Sample>>>();
+  std::future<std::pair<absl::Status, Sample>> result = done->get_future();
+  std::thread([&src, done] {
+    Sample s;
+    absl::Status st = src->Collect(s);
+    done->set_value({st, std::move(s)});
+  }).detach();
+  if (result.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "Collect blocked on a hostile file";
+    ::_exit(1);  // the blocked thread cannot be joined
+  }
+  auto [status, s] = result.get();
+  EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+  EXPECT_NE(FindCgroup(s, "/ok"), nullptr);
+  EXPECT_EQ(FindCgroup(s, "/fifo"), nullptr);
+  EXPECT_EQ(FindCgroup(s, "/zero"), nullptr);
+  EXPECT_EQ(FindCgroup(s, "/huge"), nullptr);
+  EXPECT_EQ(FindCgroup(s, "/chardev"), nullptr) << "mknod allowed: " << have_chardev;
+  EXPECT_FALSE(s.cgroups_complete) << "refused cgroups make the walk incomplete";
+  std::string text(status.message());
+  EXPECT_NE(text.find("memory.stat"), std::string::npos) << text;
+}
+
+absl::Status CollectTree(const std::filesystem::path& root, Sample& s) {
+  Paths paths;
+  paths.cgroupfs = root.string();
+  return NewCgroupfsSource(paths, {})->Collect(s);
+}
+
+// Issue 13: nothing is left out silently.
+TEST(CgroupfsSourceTest, CgroupDeeperThanPathMaxIsCounted) {
+  testing::TempDir dir;
+  const auto root = dir.path();
+  MemoryRoot(root);
+  // 25 levels of 200-character names: beyond PATH_MAX below the root, so
+  // created level by level through directory descriptors.
+  int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(fd, 0);
+  for (int level = 0; level < 25; ++level) {
+    std::string name = std::string(199, 'a' + level % 26) + "x";
+    ASSERT_EQ(::mkdirat(fd, name.c_str(), 0755), 0) << level;
+    int next = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY);
+    ::close(fd);
+    ASSERT_GE(next, 0);
+    fd = next;
+    int f = ::openat(fd, "memory.stat", O_WRONLY | O_CREAT, 0644);
+    ASSERT_GE(f, 0);
+    ASSERT_EQ(::write(f, "pgscan 0\npgsteal 0\n", 20), 20);
+    ::close(f);
+  }
+  ::close(fd);
+  Sample s;
+  absl::Status st = CollectTree(root, s);
+  EXPECT_TRUE(absl::IsDataLoss(st)) << st;
+  EXPECT_EQ(s.cgroups_left_out["path_too_long"], 1u);
+  EXPECT_FALSE(s.cgroups_complete);
+  EXPECT_GE(s.cgroups.size(), 10u) << "the levels within PATH_MAX are read";
+  // remove_all cannot go deeper than PATH_MAX either: clean up bottom-up.
+  std::string cmd = "rm -rf '" + root.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+}
+
+TEST(CgroupfsSourceTest, SymlinkedCgroupsAreCounted) {
+  testing::TempDir dir;
+  const auto root = dir.path();
+  MemoryRoot(root);
+  testing::WriteFile(root / "ok" / "memory.stat", "pgscan 0\npgsteal 0\n");
+  std::filesystem::create_directory_symlink(root / "gone", root / "dangling");
+  std::filesystem::create_directory_symlink(root / "ok", root / "alias");
+  std::filesystem::create_symlink(root / "ok" / "memory.stat", root / "ok" / "notes.txt");  // a file: not a cgroup
+  Sample s;
+  absl::Status st = CollectTree(root, s);
+  EXPECT_TRUE(absl::IsDataLoss(st)) << st;
+  EXPECT_EQ(s.cgroups_left_out["symlink"], 2u);
+  EXPECT_EQ(s.cgroups.size(), 2u);
+  EXPECT_NE(std::string(st.message()).find("dangling"), std::string::npos) << st;
+}
+
+TEST(CgroupfsSourceTest, BrokenRootIsAFailureNotAnEmptyTree) {
+  {
+    testing::TempDir dir;
+    testing::WriteFile(dir.path() / "cgroup.controllers", "\x01\x7f garbage!!\n");
+    Sample s;
+    absl::Status st = CollectTree(dir.path(), s);
+    EXPECT_FALSE(st.ok()) << "garbage root cgroup.controllers";
+    EXPECT_NE(std::string(st.message()).find("cgroup.controllers"), std::string::npos) << st;
+  }
+  {
+    testing::TempDir dir;
+    testing::WriteFile(dir.path() / "cgroup.controllers", "memory\n");
+    testing::WriteFile(dir.path() / "a" / "memory.stat", "pgscan 0\npgsteal 0\n");
+    Sample s;
+    absl::Status st = CollectTree(dir.path(), s);
+    EXPECT_FALSE(st.ok()) << "root memory.stat missing";
+    EXPECT_NE(std::string(st.message()).find("root cgroup"), std::string::npos) << st;
+    EXPECT_TRUE(s.cgroups.empty());
+  }
 }
 
 // Cgroups are created and removed while the sampler walks: every sample
@@ -130,8 +259,7 @@ TEST(CgroupfsSourceTest, CapKeepsShallowLevels) {
 TEST(CgroupfsSourceTest, CgroupsVanishingMidWalk) {
   testing::TempDir dir;
   const auto root = dir.path();
-  testing::WriteFile(root / "cgroup.controllers", "memory\n");
-  testing::WriteFile(root / "memory.stat", "pgscan 0\npgsteal 0\n");
+  MemoryRoot(root);
   std::atomic<bool> stop{false};
   std::thread churn([&] {
     for (int i = 0; !stop.load(); ++i) {

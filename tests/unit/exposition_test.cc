@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/util/delimited_message_util.h>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "exporter/cli/flag_set.h"
 #include "exporter/outputs/metrics_endpoint.h"
 #include "exporter/outputs/proto_writer.h"
@@ -47,9 +50,15 @@ Snapshot SmallSnapshot() {
   return s;
 }
 
+EmitOptions ContextProfile() {
+  EmitOptions o;
+  o.context = true;
+  return o;
+}
+
 TEST(TextWriterTest, FamiliesLabelsAndEscaping) {
   auto w = NewTextWriter();
-  WriteSnapshotMetrics(SmallSnapshot(), {"0.1.0", "abc", "GNU 12"}, {}, *w);
+  WriteSnapshotMetrics(SmallSnapshot(), {"0.1.0", "abc", "GNU 12"}, ContextProfile(), *w);
   std::string text = w->Finish();
   EXPECT_TRUE(absl::StrContains(
       text, "sockpressure_memcg_scan_without_reclaim_ratio{cgroup=\"/w/a \\\"quoted\\\"\",namespace=\"default\","
@@ -64,6 +73,58 @@ TEST(TextWriterTest, FamiliesLabelsAndEscaping) {
       << "absent before the first completed window";
   EXPECT_FALSE(absl::StrContains(text, "sockpressure_tcp_window_clamps_total")) << "no tier: no series";
   EXPECT_FALSE(absl::StrContains(text, "# HELP sockpressure_memcg_kmem_tcp_usage_bytes")) << "no empty families";
+}
+
+// The default (core) profile: the signal only. A cgroup where nothing
+// happened has its counters at 0 from the first sample (so that rate() sees
+// the first event) and none of the episode gauges.
+TEST(SnapshotMetricsTest, CoreProfileByDefault) {
+  Snapshot s = SmallSnapshot();
+  CgroupView quiet;
+  quiet.path = "/w/quiet";
+  quiet.parent = 0;
+  quiet.tier = s.cgroups[1].tier;
+  quiet.tier[static_cast<int>(Signal::kWindowClamps)] = Tier::kTpBtf;
+  quiet.tier[static_cast<int>(Signal::kClampedSockets)] = Tier::kTpBtf;
+  quiet.best.census = SocketCensus{};  // no sockets
+  quiet.anon_bytes = 4096;
+  quiet.memory_max = UINT64_MAX;
+  s.cgroups.push_back(quiet);
+  auto w = NewTextWriter();
+  WriteSnapshotMetrics(s, {"0.1.0", "abc", "GNU 12"}, {}, *w);
+  std::string text = w->Finish();
+  for (const char* family : {"sockpressure_memcg_reclaim_scanned_pages_total",
+                             "sockpressure_memcg_reclaim_reclaimed_pages_total",
+                             "sockpressure_memcg_socket_pressure_events_total",
+                             "sockpressure_memcg_socket_pressure_seconds_total", "sockpressure_tcp_window_clamps_total"}) {
+    EXPECT_TRUE(absl::StrContains(text, absl::StrCat(family, "{cgroup=\"/w/quiet\"} 0\n"))) << family;
+  }
+  for (const char* family : {"sockpressure_memcg_scan_without_reclaim_ratio", "sockpressure_memcg_socket_pressure_active",
+                             "sockpressure_tcp_clamped_sockets"}) {
+    EXPECT_FALSE(absl::StrContains(text, absl::StrCat(family, "{cgroup=\"/w/quiet\"}"))) << family;
+  }
+  // The throttled cgroup has its episode gauges.
+  EXPECT_TRUE(absl::StrContains(text, "sockpressure_memcg_socket_pressure_active{cgroup=\"/w/a \\\"quoted\\\"\","
+                                      "namespace=\"default\",pod=\"proxy-1\"} 1\n"));
+  // No context family, not even its header.
+  for (const char* family : {"sockpressure_memcg_anon_bytes", "sockpressure_memcg_limit_bytes", "sockpressure_tcp_sockets",
+                             "sockpressure_memcg_vmpressure_windows_total", "sockpressure_memcg_psi_stall_seconds_total"}) {
+    EXPECT_FALSE(absl::StrContains(text, family)) << family;
+  }
+  // At most 8 series per cgroup in the core profile on this node (no sock_throttled).
+  size_t quiet_series = 0, a_series = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StrContains(line, "cgroup=\"/w/quiet\"")) ++quiet_series;
+    if (absl::StrContains(line, "cgroup=\"/w/a ")) ++a_series;
+  }
+  EXPECT_EQ(quiet_series, 5u);
+  EXPECT_LE(a_series, 8u);
+
+  // An ancestor's pressure covers a quiet cgroup: `active` appears, as 1.
+  s.cgroups.back().pressure_active = true;
+  auto w2 = NewTextWriter();
+  WriteSnapshotMetrics(s, {"0.1.0", "abc", "GNU 12"}, {}, *w2);
+  EXPECT_TRUE(absl::StrContains(w2->Finish(), "sockpressure_memcg_socket_pressure_active{cgroup=\"/w/quiet\"} 1\n"));
 }
 
 TEST(TextWriterTest, Values) {
@@ -101,6 +162,34 @@ TEST(ProtoWriterTest, RoundTripsDelimitedFamilies) {
   }
   EXPECT_TRUE(found);
   EXPECT_GT(families, 10);
+}
+
+// The hand-written wire format is byte for byte what the generated classes
+// write: parse every family back and serialise it again.
+TEST(ProtoWriterTest, SameBytesAsTheGeneratedClasses) {
+  Snapshot s = SmallSnapshot();
+  s.cgroups[1].path = std::string(300, 'p') + "/\xff\xfe";  // long (2-byte varints) and escaped
+  auto w = NewProtoWriter();
+  EmitOptions options;
+  options.context = true;
+  WriteSnapshotMetrics(s, {"0.1.0", "abc", "GNU 12"}, options, *w);
+  std::string bytes = w->Finish();
+  google::protobuf::io::ArrayInputStream in(bytes.data(), static_cast<int>(bytes.size()));
+  std::string again;
+  {
+    google::protobuf::io::StringOutputStream out(&again);
+    for (;;) {
+      io::prometheus::client::MetricFamily f;
+      bool clean_eof = false;
+      if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&f, &in, &clean_eof)) {
+        ASSERT_TRUE(clean_eof);
+        break;
+      }
+      ASSERT_TRUE(google::protobuf::util::SerializeDelimitedToZeroCopyStream(f, &out));
+    }
+  }
+  EXPECT_EQ(bytes, again);
+  EXPECT_GT(bytes.size(), 1000u);
 }
 
 TEST(SnapshotMetricsTest, TcpExtNames) {
@@ -153,6 +242,32 @@ TEST(WebConfigTest, BasicAuthWithRealBcrypt) {
   EXPECT_FALSE(auth.Check("Basic " + absl::Base64Escape("mallory:s3cret")));
   EXPECT_FALSE(auth.Check("Bearer xyz"));
   EXPECT_FALSE(auth.Check(""));
+}
+
+// Issue 13: --sample.interval=inf busy-looped the sampler and
+// --web.max-requests=2^31 overflowed into "every request gets 503".
+TEST(FlagSetTest, DurationsAndIntegersHaveRanges) {
+  int64_t n = 5;
+  absl::Duration d = absl::Seconds(1);
+  FlagSet flags;
+  flags.Int("web.max-requests", &n, "");
+  flags.Duration("sample.interval", &d, "");
+  auto parse = [&](const char* arg) {
+    const char* argv[] = {"x", arg};
+    std::vector<std::string> positional;
+    bool help = false, version = false;
+    return flags.Parse(2, argv, &positional, &help, &version);
+  };
+  for (const char* bad : {"--sample.interval=inf", "--sample.interval=-inf", "--sample.interval=100000000h",
+                          "--sample.interval=-1s", "--web.max-requests=2147483648", "--web.max-requests=-1",
+                          "--web.max-requests=99999999999999"}) {
+    absl::Status st = parse(bad);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(std::string(st.message()).find("between"), std::string::npos) << st;
+  }
+  EXPECT_TRUE(parse("--sample.interval=24h").ok());
+  EXPECT_TRUE(parse("--web.max-requests=2147483647").ok());
+  EXPECT_EQ(n, 2147483647);
 }
 
 TEST(FlagSetTest, NodeExporterStyle) {

@@ -1,10 +1,16 @@
 #include "exporter/outputs/http_server.h"
 
+#include <arpa/inet.h>
 #include <crypt.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include "absl/strings/match.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "exporter/sampler/sampler.h"
 #include "exporter/sources/cgroupfs_source.h"
 #include "test_util.h"
@@ -14,7 +20,7 @@ namespace {
 
 class HttpServerTest : public ::testing::Test {
  protected:
-  void StartServer(WebConfig web = {}) {
+  void StartServer(WebConfig web = {}, double timeout_seconds = 10) {
     Paths paths;
     paths.cgroupfs = testing::Fixture("v2") + "/cgroup";
     std::vector<std::unique_ptr<Source>> sources;
@@ -25,6 +31,7 @@ class HttpServerTest : public ::testing::Test {
     HttpOptions opt;
     opt.listen_address = "127.0.0.1:0";
     opt.web = std::move(web);
+    opt.timeout_seconds = timeout_seconds;
     server_ = std::make_unique<HttpServer>(opt, endpoint_.get(), [] { return true; });
     ASSERT_TRUE(server_->Start().ok());
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
@@ -46,7 +53,9 @@ TEST_F(HttpServerTest, ServesTextProtobufHealthAndLanding) {
   ASSERT_TRUE(text);
   EXPECT_EQ(text->status, 200);
   EXPECT_TRUE(absl::StartsWith(text->get_header_value("Content-Type"), "text/plain; version=0.0.4"));
-  EXPECT_TRUE(absl::StrContains(text->body, "sockpressure_memcg_anon_bytes{cgroup=\"/workload.slice/proxy.service\"}"));
+  EXPECT_TRUE(absl::StrContains(text->body,
+                                "sockpressure_memcg_socket_pressure_events_total{cgroup=\"/workload.slice/proxy.service\"}"));
+  EXPECT_FALSE(absl::StrContains(text->body, "sockpressure_memcg_anon_bytes")) << "context series are off by default";
 
   httplib::Headers proto_accept = {
       {"Accept", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"}};
@@ -93,11 +102,98 @@ TEST_F(HttpServerTest, BasicAuthGuardsEverything) {
   auto denied = client_->Get("/metrics");
   ASSERT_TRUE(denied);
   EXPECT_EQ(denied->status, 401);
-  EXPECT_EQ(client_->Get("/healthz")->status, 401);
+  // /healthz is open by design (kubelet httpGet probes carry no credentials;
+  // it reveals only "ok"/"sampler stalled"): see docs/threat-model.md.
+  EXPECT_EQ(client_->Get("/healthz")->status, 200);
+  EXPECT_EQ(client_->Get("/")->status, 401);
   client_->set_basic_auth("prometheus", "pw");
   auto ok = client_->Get("/metrics");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
+}
+
+// Raw bytes in, everything the server sent until it closed (or 3 s) out.
+std::string RawExchange(int port, const std::string& request) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
+      ::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+    char buf[65536];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+TEST_F(HttpServerTest, PipelinedRequestsAndHeadAreAnsweredInOrder) {
+  StartServer();
+  std::string out = RawExchange(server_->port(),
+                                "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"
+                                "HEAD /metrics HTTP/1.1\r\nHost: a\r\n\r\n"
+                                "GET /nope HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+  size_t first = out.find("HTTP/1.1 200 OK"), second = out.find("HTTP/1.1 200 OK", first + 1),
+         third = out.find("HTTP/1.1 404");
+  ASSERT_NE(first, std::string::npos) << out;
+  ASSERT_NE(second, std::string::npos) << out;
+  ASSERT_NE(third, std::string::npos) << out;
+  EXPECT_LT(second, third);
+  // HEAD: the length of the body that GET would send, and no body.
+  absl::string_view head_reply = absl::string_view(out).substr(second, third - second);
+  EXPECT_TRUE(absl::StrContains(head_reply, "Content-Length: ")) << head_reply;
+  EXPECT_TRUE(absl::EndsWith(head_reply, "\r\n\r\n")) << head_reply;
+  EXPECT_TRUE(absl::StrContains(out.substr(third), "Connection: close"));
+}
+
+TEST_F(HttpServerTest, UnfinishedHeadGets408AtTheDeadline) {
+  StartServer({}, /*timeout_seconds=*/1);
+  absl::Time start = absl::Now();
+  std::string out = RawExchange(server_->port(), "GET /metrics HTTP/1.1\r\nHost: a\r\n");
+  double took = absl::ToDoubleSeconds(absl::Now() - start);
+  EXPECT_TRUE(absl::StartsWith(out, "HTTP/1.1 408")) << out;
+  EXPECT_GE(took, 0.9);
+  EXPECT_LT(took, 2.9) << "closed by the whole-request deadline, not the client's 3 s receive timeout";
+}
+
+TEST(RequestHeadTest, RefusesBodiesAndBadHeads) {
+  RequestHead h;
+  EXPECT_EQ(ParseRequestHead("GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nAccept-Encoding: gzip", &h).status, 0);
+  EXPECT_EQ(h.path, "/metrics");
+  EXPECT_EQ(h.query, "x=1");
+  EXPECT_EQ(h.Header("accept-encoding"), "gzip");
+  EXPECT_TRUE(h.keep_alive);
+  RequestHead close;
+  EXPECT_EQ(ParseRequestHead("GET / HTTP/1.0", &close).status, 0);
+  EXPECT_FALSE(close.keep_alive);
+  auto status = [](absl::string_view head) {
+    RequestHead r;
+    return ParseRequestHead(head, &r).status;
+  };
+  EXPECT_EQ(status("GARBAGE"), 400);
+  EXPECT_EQ(status("GET /a HTTP/1.1\r\nno colon"), 400);
+  EXPECT_EQ(status("GET /a HTTP/2.0"), 505);
+  EXPECT_EQ(status("GET * HTTP/1.1"), 400);
+  EXPECT_EQ(status("TRACE /a HTTP/1.1"), 405);
+  EXPECT_EQ(status("POST /a HTTP/1.1\r\nContent-Length: 10485760"), 413);
+  EXPECT_EQ(status("POST /a HTTP/1.1\r\nContent-Length: -1"), 400);
+  EXPECT_EQ(status("POST /a HTTP/1.1\r\nContent-Length: 99999999999999999999999"), 400);
+  EXPECT_EQ(status("GET /a HTTP/1.1\r\nTransfer-Encoding: chunked"), 501);
+  EXPECT_EQ(status("GET /a HTTP/1.1\r\nContent-Length: 0"), 0);
+}
+
+TEST(RequestHeadTest, GzipHonoursQValues) {
+  EXPECT_TRUE(AcceptsGzip("gzip"));
+  EXPECT_TRUE(AcceptsGzip("deflate, GZIP;q=0.5"));
+  EXPECT_TRUE(AcceptsGzip("*"));
+  EXPECT_FALSE(AcceptsGzip(""));
+  EXPECT_FALSE(AcceptsGzip("gzip;q=0"));
+  EXPECT_FALSE(AcceptsGzip("gzip; q=0.000, identity"));
+  EXPECT_FALSE(AcceptsGzip("deflate"));
 }
 
 TEST(ListenAddressTest, Forms) {

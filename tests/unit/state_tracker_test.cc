@@ -39,6 +39,7 @@ struct Tree {
     }
     s.MarkLive(Signal::kReclaim, Tier::kMemoryStat);
     s.MarkLive(Signal::kSocketPressure, Tier::kMemoryStat);
+    s.cgroups_complete = true;
     return s;
   }
 };
@@ -248,6 +249,146 @@ TEST(StateTrackerTest, NosocketIgnoresKernelPressureMarks) {
     EXPECT_DOUBLE_EQ(a.best.pressure_seconds_total, 0.0);
     EXPECT_FALSE(a.pressure_active);
   }
+}
+
+}  // namespace
+}  // namespace sockpressure
+
+namespace sockpressure {
+namespace {
+
+// /w/b removed, and the walk saw every cgroup.
+Sample GoneB(Sample s) {
+  s.cgroups.pop_back();
+  s.id_index.erase(103);
+  return s;
+}
+
+// /w/b recreated under the same path: a new cgroup id.
+Sample RecreatedB(Sample s) {
+  s.cgroups[3].id = 999;
+  s.id_index.erase(103);
+  s.id_index[999] = 3;
+  return s;
+}
+
+// Leaves /w/b (the last cgroup) out of a sample, as a --cgroup.max cut or an
+// unreadable memory.stat does.
+Sample WithoutB(Sample s, bool cut_by_cap) {
+  s = GoneB(std::move(s));
+  s.cgroups_complete = false;
+  if (cut_by_cap) s.cgroups_skipped = 1;
+  return s;
+}
+
+bool AnyPressure(const Snapshot& snap) {
+  for (const CgroupView& c : snap.cgroups) {
+    if (c.pressure_active || c.best.pressure_events_total > 0) return true;
+  }
+  return false;
+}
+
+// Issue 13: a cgroup that missed one sample came back with its whole
+// lifetime pgscan counted as new, and paged falsely.
+TEST(StateTrackerGapTest, UnseenCgroupKeepsItsBaseline) {
+  for (bool cut_by_cap : {true, false}) {
+    StateTracker tracker;
+    Tree tree;
+    tree.scan[3] = 586833;  // lifetime counts of /w/b before the agent started
+    tree.steal[3] = 1000;
+    tracker.Update(tree.Next(), {}, 0);
+    tracker.Update(tree.Next(), {}, 0);
+    tracker.Update(WithoutB(tree.Next(), cut_by_cap), {}, 0);
+    auto snap = tracker.Update(tree.Next(), {}, 0);
+    auto snap2 = tracker.Update(tree.Next(), {}, 0);
+    for (const auto& s : {snap, snap2}) {
+      EXPECT_FALSE(AnyPressure(*s)) << "cut_by_cap=" << cut_by_cap;
+      for (const CgroupView& c : s->cgroups) {
+        EXPECT_EQ(c.best.scanned_total, 0u) << c.path << " cut_by_cap=" << cut_by_cap;
+        EXPECT_EQ(c.best.windows_total[2], 0u) << c.path;
+      }
+    }
+  }
+}
+
+TEST(StateTrackerGapTest, NewcomerAfterAnIncompleteWalkStartsFromItsBaseline) {
+  // With the cap cutting the walk, a cgroup never seen before may have
+  // existed all along: its counts so far are not known to be new.
+  StateTracker tracker;
+  Tree tree;
+  tree.scan[3] = 586833;
+  tracker.Update(WithoutB(tree.Next(), true), {}, 0);
+  tracker.Update(WithoutB(tree.Next(), true), {}, 0);
+  auto snap = tracker.Update(tree.Next(), {}, 0);
+  EXPECT_EQ(View(*snap, "/w/b").best.scanned_total, 0u);
+  EXPECT_FALSE(AnyPressure(*snap));
+  // From then on it counts.
+  tree.scan[3] += 20000;
+  auto snap2 = tracker.Update(tree.Next(), {}, 0);
+  EXPECT_EQ(View(*snap2, "/w/b").best.scanned_total, 20000u);
+  EXPECT_TRUE(View(*snap2, "/w/b").pressure_active);
+}
+
+TEST(StateTrackerGapTest, CgroupCreatedSinceACompleteWalkCountsFromZero) {
+  // After a complete walk a new path (or a new id at an old path) really is
+  // new: everything it counted happened since the last sample.
+  StateTracker tracker;
+  Tree tree;
+  tracker.Update(tree.Next(), {}, 0);
+  tracker.Update(GoneB(tree.Next()), {}, 0);  // complete walk: /w/b is gone
+  tree.scan[3] = 20000;
+  auto snap = tracker.Update(RecreatedB(tree.Next()), {}, 0);
+  EXPECT_EQ(View(*snap, "/w/b").best.scanned_total, 20000u);
+  EXPECT_TRUE(View(*snap, "/w/b").pressure_active);
+}
+
+TEST(StateTrackerGapTest, RecreatedWhileUnseenIsNotTheOldCgroup) {
+  StateTracker tracker;
+  Tree tree;
+  tree.scan[3] = 5000;
+  tracker.Update(tree.Next(), {}, 0);
+  tree.scan[3] += 1000;
+  tracker.Update(tree.Next(), {}, 0);
+  tracker.Update(WithoutB(tree.Next(), true), {}, 0);
+  // Same path, new id, and the walk before was incomplete: baseline only,
+  // and none of the old cgroup's totals carry over.
+  auto snap = tracker.Update(RecreatedB(tree.Next()), {}, 0);
+  EXPECT_EQ(View(*snap, "/w/b").best.scanned_total, 0u);
+}
+
+TEST(StateTrackerGapTest, UnseenCacheIsDroppedByACompleteWalk) {
+  StateTracker tracker;
+  Tree tree;
+  tracker.Update(tree.Next(), {}, 0);
+  tracker.Update(WithoutB(tree.Next(), true), {}, 0);
+  EXPECT_EQ(tracker.unseen(), 1u);
+  tracker.Update(GoneB(tree.Next()), {}, 0);  // complete: /w/b really is gone
+  EXPECT_EQ(tracker.unseen(), 0u);
+}
+
+TEST(StateTrackerGapTest, UnseenCacheExpires) {
+  StateTracker tracker;
+  Tree tree;
+  tracker.Update(tree.Next(), {}, 0);
+  tracker.Update(WithoutB(tree.Next(), true), {}, 0);
+  EXPECT_EQ(tracker.unseen(), 1u);
+  tracker.Update(WithoutB(tree.Next(StateTracker::kUnseenExpirySeconds + 1), true), {}, 0);
+  EXPECT_EQ(tracker.unseen(), 0u);
+}
+
+// Issue 13: UBSan found a signed overflow in the local-delta arithmetic.
+TEST(StateTrackerGapTest, HugeCountersDoNotOverflow) {
+  StateTracker tracker;
+  Tree tree;
+  tree.scan[2] = UINT64_MAX - 10;
+  tracker.Update(tree.Next(), {}, 0);
+  tree.scan[1] += uint64_t{1} << 63;
+  auto snap = tracker.Update(tree.Next(), {}, 0);
+  EXPECT_EQ(View(*snap, "/w/a").best.scanned_total, 0u);
+  tree.scan[2] = UINT64_MAX;
+  tree.scan[1] += uint64_t{1} << 63;
+  auto snap2 = tracker.Update(tree.Next(), {}, 0);
+  EXPECT_LE(View(*snap2, "/w").best.scanned_total, UINT64_MAX);
 }
 
 }  // namespace

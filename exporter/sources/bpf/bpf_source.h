@@ -5,9 +5,12 @@
 //   socket_pressure           iter/cgroup over the memory hierarchy
 //   window_clamps             fexit __tcp_select_window -> kprobe ->
 //                             tp_btf tcp_rcv_space_adjust -> raw_tp
+//   rcv_mem_drops             tp_btf skb:kfree_skb -> raw_tp
+//   tcp_prunes                fentry tcp_collapse + tcp_prune_ofo_queue ->
+//                             kprobe
 //
 // Every variant is loaded from its own skeleton instance: one program that
-// fails to load fails the whole object (build-notes §3), so a refused fentry
+// fails to load fails the whole object (docs/kernel.md §5), so a refused fentry
 // must not take the tp_btf variant down with it. Why each tier was skipped is
 // logged once at start-up and exported as sockpressure_probe_attached.
 #pragma once
@@ -28,11 +31,12 @@ struct BpfOptions {
   bool clamps = true;      // window clamps
   bool pressure = true;    // iter/cgroup pressure state
   bool vmpressure = true;  // vmpressure verdicts
+  bool prunes = true;      // pruning and memory drops (bpf/prunes.bpf.c)
   // Attach types to try, best first. Tests narrow these.
   std::vector<std::string> clamp_attach = {"fexit", "kprobe", "tp_btf", "raw_tp"};
   std::vector<std::string> vmpressure_attach = {"fentry", "kprobe"};
-  // Keep only the capabilities needed after attaching (capabilities.h).
-  bool drop_capabilities = true;
+  std::vector<std::string> drops_attach = {"tp_btf", "raw_tp"};
+  std::vector<std::string> prunes_attach = {"fentry", "kprobe"};
 };
 
 // False when the binary was built without the BPF objects (SOCKPRESSURE_BPF=OFF
@@ -45,7 +49,8 @@ class BpfSource : public Source {
   // What was tried at start-up, in order.
   virtual std::vector<ProbeStatus> Probes() const = 0;
   // SP_STAT_* slots (bpf/sockpressure_bpf.h) summed over CPUs for one probe:
-  // "window_clamps", "socket_pressure" (iterator) or "vmpressure". Empty when
+  // "window_clamps", "socket_pressure" (iterator), "vmpressure", "tcp_drops"
+  // or "tcp_prunes". Empty when
   // the probe is not attached.
   virtual std::vector<uint64_t> Stats(absl::string_view probe) const = 0;
   // (program name, fd) of every loaded program, for benchmarks.
@@ -57,11 +62,9 @@ class BpfSource : public Source {
 
 std::unique_ptr<BpfSource> NewBpfSource(const BpfOptions& options);
 
-// Registry glue: the per-probe collectors (--collector.bpf_clamps, ...) are
-// registered before "bpf"; their factories only record that they are
-// enabled (and return no source), then the "bpf" factory builds one source
-// with those probes. --no-collector.bpf turns all of them off.
-std::unique_ptr<Source> EnableBpfProbe(absl::string_view probe);
+// The "bpf" collector with the probes whose --collector.bpf_* is on in
+// ctx.collectors (those four registrations are options of this collector
+// and build no source of their own). --no-collector.bpf turns all off.
 std::unique_ptr<Source> NewBpfSourceFromFlags(const SourceContext& ctx);
 
 }  // namespace sockpressure

@@ -9,15 +9,16 @@
 #include "absl/strings/str_cat.h"
 #include "exporter/common/logging.h"
 #include "exporter/sources/bpf/bpf_source.h"
-#include "exporter/sources/bpf/capabilities.h"
-#include "exporter/sources/bpf/kernel_probe.h"
-#include "exporter/sources/sock_diag/cgroup_mapper.h"
+#include "exporter/sources/kernel/capabilities.h"
+#include "exporter/sources/kernel/kernel_probe.h"
+#include "exporter/sources/kernel/cgroup_mapper.h"
 
 #ifdef SOCKPRESSURE_WITH_BPF
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "exporter/sources/bpf/bpf_loader.h"
 #include "exporter/sources/bpf/bpf_maps.h"
 #include "sockpressure_bpf.h"
 #include "tcp_census.skel.h"
@@ -28,12 +29,21 @@ namespace {
 
 #ifdef SOCKPRESSURE_WITH_BPF
 
-class TcpCensusIterImpl final : public TcpCensusIter {
+// The TCP iterator on the shared Skeleton<> sequence (bpf_loader.h): a fresh
+// instance, load, attach iter/tcp; links and skeleton go with the object.
+class TcpCensusIterImpl final : public TcpCensusIter, private ProgramLoader<sp_tcp_census> {
  public:
-  TcpCensusIterImpl(sp_tcp_census* skel, bpf_link* link) : skel_(skel), link_(link) {}
-  ~TcpCensusIterImpl() override {
-    bpf_link__destroy(link_);
-    sp_tcp_census__destroy(skel_);
+  TcpCensusIterImpl() : ProgramLoader({sp_tcp_census__open, sp_tcp_census__load, sp_tcp_census__destroy}) {}
+
+  // "" when the iterator is attached, else why not.
+  std::string Attach() {
+    std::string why = skel_.Load(
+        [](sp_tcp_census* s) -> Skeleton<sp_tcp_census>::Programs { return {{"tcp_census", s->progs.tcp_census}}; },
+        [](bpf_program* prog) { return bpf_program__attach_iter(prog, nullptr); });
+    if (!why.empty()) return why;
+    tier_ = Tier::kIter;
+    stats_fd_ = bpf_map__fd(skel_->maps.stats);
+    return "";
   }
 
   TcpCensusResult Run(const std::vector<NetnsRef>& namespaces) override {
@@ -42,7 +52,7 @@ class TcpCensusIterImpl final : public TcpCensusIter {
     // bpf_iter_create() binds the iterator to the creating task's network
     // namespace (bpf_iter_init_seq_net), hence one fd per namespace, made
     // on a thread that entered it.
-    const int link_fd = bpf_link__fd(link_);
+    const int link_fd = bpf_link__fd(skel_.link(0));
     std::vector<int> fds = OpenInNamespaces(
         namespaces,
         [&](std::string* err) {
@@ -80,7 +90,7 @@ class TcpCensusIterImpl final : public TcpCensusIter {
     return out;
   }
 
-  uint64_t Lost() const override { return ReadStats(bpf_map__fd(skel_->maps.stats))[SP_STAT_LOST]; }
+  uint64_t Lost() const override { return Stats()[SP_STAT_LOST]; }
   int ProgramFd() const override { return bpf_program__fd(skel_->progs.tcp_census); }
 
  private:
@@ -99,16 +109,13 @@ class TcpCensusIterImpl final : public TcpCensusIter {
     // without the marker did not see every socket.
     return done ? "" : "TCP iterator walk ended early";
   }
-
-  sp_tcp_census* skel_;
-  bpf_link* link_;
 };
 
 #endif  // SOCKPRESSURE_WITH_BPF
 
 class BpfCensusSource final : public Source {
  public:
-  explicit BpfCensusSource(const SourceContext& ctx) : paths_(ctx.paths), mapper_(ctx.paths.cgroupfs) {
+  explicit BpfCensusSource(const SourceContext& ctx) : paths_(ctx.paths), mapper_(ctx.paths.cgroupfs), netns_(ctx.paths.procfs) {
     std::string unusable = KernelTiersUnusableReason(paths_.cgroupfs);
     if (!unusable.empty()) {
       why_ = unusable;
@@ -116,10 +123,10 @@ class BpfCensusSource final : public Source {
     }
     census_ = TcpCensusIter::Open(&why_);
     if (census_) {
-      // Iterator fds and map reads (CAP_BPF; CAP_SYS_ADMIN before 5.8),
+      // Iterator fds and map reads (BpfRuntimeCapabilities(): none on >= 6.5),
       // entering namespaces (CAP_SYS_ADMIN) and opening other users'
       // /proc/PID/ns/net (CAP_SYS_PTRACE).
-      NeedCapabilities(CapBit(kCapBpf) | CapBit(CAP_SYS_ADMIN) | CapBit(CAP_SYS_PTRACE),
+      NeedCapabilities(BpfRuntimeCapabilities() | CapBit(CAP_SYS_ADMIN) | CapBit(CAP_SYS_PTRACE),
                        "TCP census iterator in every network namespace");
     }
   }
@@ -134,16 +141,8 @@ class BpfCensusSource final : public Source {
       }
       return absl::OkStatus();
     }
-    DropUnneededCapabilities();  // no-op after the first call
-    TcpCensusResult r = census_->Run(ListNetworkNamespaces(paths_.procfs));
-    if (r.namespaces == r.namespaces_failed) {
-      return absl::UnavailableError(absl::StrCat("bpf_census: ", r.first_error));
-    }
-    if (!r.first_error.empty() && !logged_) {
-      logged_ = true;
-      SP_LOG_INFO("bpf_census: ", r.namespaces_failed, " of ", r.namespaces,
-                  " network namespaces not walked (first: ", r.first_error, ")");
-    }
+    TcpCensusResult r = census_->Run(netns_.List());
+    if (absl::Status st = r.Check("bpf_census", "walked", &logged_); !st.ok()) return st;
     mapper_.Begin(sample);
     auto& out = sample.census[Tier::kIter];
     for (const auto& [id, c] : r.by_memcg) out[id] += c;  // charged: already a memory cgroup id
@@ -159,6 +158,7 @@ class BpfCensusSource final : public Source {
  private:
   Paths paths_;
   CgroupMapper mapper_;
+  NetnsScanner netns_;  // the namespace list, kept between samples
   std::unique_ptr<TcpCensusIter> census_;
   std::string why_;
   bool logged_ = false;
@@ -184,18 +184,10 @@ std::unique_ptr<TcpCensusIter> TcpCensusIter::Open(std::string* why) {
     *why = "kernel has no TCP iterator (needs 5.9+)";
     return nullptr;
   }
-  sp_tcp_census* s = sp_tcp_census__open_and_load();
-  if (!s) {
-    *why = absl::StrCat("load refused: ", std::strerror(errno));
-    return nullptr;
-  }
-  bpf_link* link = bpf_program__attach_iter(s->progs.tcp_census, nullptr);
-  if (!link) {
-    *why = absl::StrCat("attach iter/tcp: ", std::strerror(errno));
-    sp_tcp_census__destroy(s);
-    return nullptr;
-  }
-  return std::make_unique<TcpCensusIterImpl>(s, link);
+  auto census = std::make_unique<TcpCensusIterImpl>();
+  *why = census->Attach();
+  if (!why->empty()) return nullptr;
+  return census;
 #else
   *why = "not built in (SOCKPRESSURE_BPF=OFF or no clang/bpftool/libbpf at build time)";
   return nullptr;
@@ -203,7 +195,7 @@ std::unique_ptr<TcpCensusIter> TcpCensusIter::Open(std::string* why) {
 }
 
 std::unique_ptr<Source> NewBpfCensusSource(const SourceContext& ctx) {
-  if (!ctx.bpf_enabled) return nullptr;  // --no-collector.bpf: no eBPF at all
+  if (!ctx.collectors.count("bpf")) return nullptr;  // --no-collector.bpf: no eBPF at all
   return std::make_unique<BpfCensusSource>(ctx);
 }
 

@@ -20,19 +20,13 @@
 #include <vector>
 
 #include "exporter/sources/sample.h"
-#include "exporter/sources/sock_diag/netns.h"
+#include "exporter/sources/kernel/census.h"
+#include "exporter/sources/kernel/netns.h"
 #include "exporter/sources/source.h"
 
 namespace sockpressure {
 
 // One census over some network namespaces.
-struct TcpCensusResult {
-  std::unordered_map<uint64_t, SocketCensus> by_memcg;    // charged: memcg cgroup id
-  std::unordered_map<uint64_t, SocketCensus> by_cgroup2;  // not charged: cgroup v2 id (0 = unknown)
-  size_t namespaces = 0, namespaces_failed = 0, sockets = 0;
-  std::string first_error;
-};
-
 // The loaded and attached iter/tcp program. Not thread-safe.
 class TcpCensusIter {
  public:

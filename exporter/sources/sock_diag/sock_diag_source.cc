@@ -22,11 +22,11 @@
 #include "absl/strings/str_cat.h"
 #include "exporter/common/file_reader.h"
 #include "exporter/common/logging.h"
-#include "exporter/sources/bpf/capabilities.h"
-#include "exporter/sources/bpf/kernel_probe.h"
+#include "exporter/sources/kernel/capabilities.h"
+#include "exporter/sources/kernel/kernel_probe.h"
 #include "exporter/sources/cgroupfs_source.h"
-#include "exporter/sources/sock_diag/cgroup_mapper.h"
-#include "exporter/sources/sock_diag/netns.h"
+#include "exporter/sources/kernel/cgroup_mapper.h"
+#include "exporter/sources/kernel/netns.h"
 
 namespace sockpressure {
 namespace {
@@ -112,7 +112,7 @@ absl::Status DumpFamily(int fd, int family, const std::function<void(const TcpSo
 class SockDiagSource final : public Source {
  public:
   SockDiagSource(const Paths& paths, bool all_tiers)
-      : paths_(paths), mapper_(paths.cgroupfs), all_tiers_(all_tiers) {
+      : paths_(paths), mapper_(paths.cgroupfs), netns_(paths.procfs), all_tiers_(all_tiers) {
     // Entering other network namespaces: setns(CLONE_NEWNET) needs
     // CAP_SYS_ADMIN, opening other users' /proc/PID/ns/net CAP_SYS_PTRACE.
     NeedCapabilities(CapBit(CAP_SYS_ADMIN) | CapBit(CAP_SYS_PTRACE), "sock_diag in other network namespaces");
@@ -120,7 +120,6 @@ class SockDiagSource final : public Source {
   absl::string_view name() const override { return "sock_diag"; }
 
   absl::Status Collect(Sample& sample) override {
-    DropUnneededCapabilities();  // no-op after the first call
     if (!all_tiers_ && sample.IsLive(Signal::kClampedSockets, Tier::kIter)) {
       if (!logged_skip_) {
         logged_skip_ = true;
@@ -129,15 +128,8 @@ class SockDiagSource final : public Source {
       return absl::OkStatus();
     }
     logged_skip_ = false;  // say it again if the iterator fails and comes back
-    RawCensus raw = CensusAllNamespaces(paths_, true);
-    if (raw.namespaces == raw.namespaces_failed) {
-      return absl::UnavailableError(absl::StrCat("sock_diag: ", raw.first_error));
-    }
-    if (!raw.first_error.empty() && !logged_) {
-      logged_ = true;
-      SP_LOG_INFO("sock_diag: ", raw.namespaces_failed, " of ", raw.namespaces,
-                  " network namespaces not readable (first: ", raw.first_error, ")");
-    }
+    TcpCensusResult raw = CensusAllNamespaces(paths_, true, &netns_);
+    if (absl::Status st = raw.Check("sock_diag", "readable", &logged_); !st.ok()) return st;
     mapper_.Begin(sample);
     if (mapper_.v1() && !logged_hybrid_) {
       logged_hybrid_ = true;
@@ -152,6 +144,7 @@ class SockDiagSource final : public Source {
  private:
   Paths paths_;
   CgroupMapper mapper_;
+  NetnsScanner netns_;  // the namespace list, kept between samples
   bool all_tiers_;
   bool logged_ = false, logged_hybrid_ = false, logged_skip_ = false;
 };
@@ -179,9 +172,9 @@ absl::Status DumpTcpSockets(int nl_fd, const std::function<void(const TcpSocketI
   return st;
 }
 
-RawCensus CensusAllNamespaces(const Paths& paths, bool all_namespaces) {
-  RawCensus out;
-  std::vector<NetnsRef> ns = ListNetworkNamespaces(paths.procfs);
+TcpCensusResult CensusAllNamespaces(const Paths& paths, bool all_namespaces, NetnsScanner* scanner) {
+  TcpCensusResult out;
+  std::vector<NetnsRef> ns = scanner ? scanner->List() : ListNetworkNamespaces(paths.procfs);
   if (!all_namespaces && ns.size() > 1) ns.resize(1);
   std::vector<int> fds = OpenSocketsInNamespaces(ns, AF_NETLINK, SOCK_DGRAM, NETLINK_SOCK_DIAG, &out.first_error);
   out.namespaces = ns.size();

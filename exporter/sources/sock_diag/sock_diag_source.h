@@ -3,7 +3,7 @@
 // eBPF: inet_diag netlink dumps (tcp_info, skmem, INET_DIAG_CGROUP_ID) in
 // every network namespace of the node.
 //
-// Clamp signature (docs: kernel notes §4): tcp_adjust_rcv_ssthresh() leaves
+// Clamp signature (docs/kernel.md §4): tcp_adjust_rcv_ssthresh() leaves
 // rcv_ssthresh == 4*advmss while data flows. tcp_clamp_window() (application
 // not reading, tiny SO_RCVBUF) leaves 2*advmss or less, and a receive buffer
 // whose full space is <= 4*advmss cannot advertise more anyway; neither is a
@@ -17,6 +17,8 @@
 #include <unordered_map>
 
 #include "absl/status/status.h"
+#include "exporter/sources/kernel/census.h"
+#include "exporter/sources/kernel/netns.h"
 #include "exporter/sources/source.h"
 
 namespace sockpressure {
@@ -40,13 +42,9 @@ bool IsMemcgClamp(const TcpSocketInfo& s);
 // calling thread's namespace.
 absl::Status DumpTcpSockets(int nl_fd, const std::function<void(const TcpSocketInfo&)>& fn);
 
-struct RawCensus {
-  std::unordered_map<uint64_t, SocketCensus> by_cgroup2;  // unified cgroup id -> counts
-  size_t namespaces = 0, namespaces_failed = 0, sockets = 0;
-  std::string first_error;
-};
 // Census over all network namespaces (or only the caller's).
-RawCensus CensusAllNamespaces(const Paths& paths, bool all_namespaces);
+// `scanner` (optional) keeps the namespace list between calls.
+TcpCensusResult CensusAllNamespaces(const Paths& paths, bool all_namespaces, NetnsScanner* scanner = nullptr);
 
 // Skips the dump while the eBPF census (a better tier) is live in the same
 // sample, unless all_tiers.

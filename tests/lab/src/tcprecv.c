@@ -6,6 +6,10 @@
 // process must already be in the target cgroup when it calls accept(): the
 // kernel binds sk_memcg to the accepting task's memcg.
 //
+// READ_KBPS (optional, 0 = as fast as it can) paces the reads: a slow reader
+// keeps its receive queue full, so every segment that arrives needs receive
+// memory charged to the cgroup (the lab's `prune` and `slowread` conditions).
+//
 // Lines starting with "LAB " are parsed by the host side of the lab.
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,12 +32,13 @@ static double now(void) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: tcprecv PORT SECONDS [ACCEPT_TIMEOUT_S]\n");
+    fprintf(stderr, "usage: tcprecv PORT SECONDS [ACCEPT_TIMEOUT_S [READ_KBPS]]\n");
     return 2;
   }
   int port = atoi(argv[1]);
   double secs = atof(argv[2]);
   int accept_timeout_ms = (argc > 3 ? atoi(argv[3]) : 60) * 1000;
+  double read_Bps = (argc > 4 ? atof(argv[4]) : 0) * 1e3;
 
   int ls = socket(AF_INET, SOCK_STREAM, 0);
   int one = 1;
@@ -63,9 +68,18 @@ int main(int argc, char **argv) {
   int seen_clamp = 0, eof = 0;
   struct tcp_info ti;
   while (!eof && now() - t0 < secs) {
+    // Paced: read only what the rate allows so far, in small bites, and
+    // otherwise just wait (the data stays queued in the socket).
+    size_t want = sizeof buf;
+    if (read_Bps > 0) {
+      double allowed = read_Bps * (now() - t0) - (double)total;
+      want = allowed >= 4096 ? 4096 : 0;
+    }
     struct pollfd p = {.fd = s, .events = POLLIN};
-    if (poll(&p, 1, 50) == 1) {
-      ssize_t n = read(s, buf, sizeof buf);
+    if (want == 0) {
+      poll(NULL, 0, 10);
+    } else if (poll(&p, 1, 50) == 1) {
+      ssize_t n = read(s, buf, want);
       if (n < 0 && errno != EINTR) break;
       if (n == 0) eof = 1;
       if (n > 0) total += (uint64_t)n;

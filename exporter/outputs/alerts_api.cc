@@ -1,0 +1,330 @@
+#include "exporter/outputs/alerts_api.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+#include <httplib.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "exporter/common/label_escape.h"
+#include "exporter/outputs/episode_timeline.h"
+#include "exporter/outputs/http_server.h"
+#include "exporter/sampler/sampler.h"
+
+namespace sockpressure {
+namespace {
+
+google::protobuf::Timestamp Ts(int64_t unix_ms) {
+  return google::protobuf::util::TimeUtil::MillisecondsToTimestamp(unix_ms);
+}
+
+void CopyIdentity(const LabelPairs& identity, google::protobuf::Map<std::string, std::string>* out) {
+  for (const auto& [k, v] : identity) (*out)[k] = v;
+}
+
+std::string Escape(absl::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string When(const google::protobuf::Timestamp& t) {
+  absl::Time at = absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", at, absl::UTCTimeZone());
+}
+
+std::string Pod(const google::protobuf::Map<std::string, std::string>& identity) {
+  auto get = [&identity](const char* key) {
+    auto it = identity.find(key);
+    return it == identity.end() ? std::string() : it->second;
+  };
+  std::string s = NamespacedPod(get("namespace"), get("pod"));
+  if (s.empty()) return "";
+  auto ctr = identity.find("container");
+  if (ctr != identity.end()) absl::StrAppend(&s, " (", ctr->second, ")");
+  return s;
+}
+
+std::string Ratio(bool has, double v) { return has ? absl::StrFormat("%.2f", v) : "–"; }
+
+std::string OnOff(bool v, absl::string_view good_when) {
+  bool good = (good_when == "on") == v;
+  return absl::StrCat("<span class=\"", good ? "ok" : "bad", "\">", v ? "on" : "off", "</span>");
+}
+
+}  // namespace
+
+api::v1::Preconditions ToProto(const EpisodePreconditions& p) {
+  api::v1::Preconditions out;
+  out.set_swap_enabled(p.swap_enabled);
+  out.set_socket_accounting_enabled(p.socket_accounting_enabled);
+  if (p.mglru_enabled) out.set_mglru_enabled(*p.mglru_enabled);
+  out.set_cgroup_mode(std::string(CgroupModeName(p.cgroup_mode)));
+  out.set_kernel_release(p.kernel_release);
+  for (int s = 0; s < kSignalCount; ++s) {
+    (*out.mutable_signal_sources())[std::string(SignalName(static_cast<Signal>(s)))] =
+        std::string(TierName(p.signal_tier[s]));
+  }
+  return out;
+}
+
+api::v1::Episode ToProto(const Episode& e) {
+  api::v1::Episode out;
+  out.set_id(e.id);
+  out.set_cgroup(EscapeLabelValue(e.cgroup));  // as in the metrics' cgroup label
+  out.set_cgroup_id(e.cgroup_id);
+  CopyIdentity(e.identity, out.mutable_identity());
+  out.set_active(e.active);
+  *out.mutable_start() = Ts(e.start_ms);
+  if (!e.active) *out.mutable_end() = Ts(e.end_ms);
+  *out.mutable_last_throttled() = Ts(e.last_throttled_ms);
+  out.set_duration_seconds(e.DurationSeconds());
+  out.set_throttled_seconds(e.throttled_seconds);
+  out.set_pressure_events(e.pressure_events);
+  if (e.peak_ratio) out.set_peak_scan_without_reclaim_ratio(*e.peak_ratio);
+  out.set_window_clamps(e.clamps);
+  out.set_peak_clamped_sockets(e.peak_clamped_sockets);
+  out.set_peak_sockets(e.peak_sockets);
+  out.set_sock_throttled(e.sock_throttled);
+  out.set_prune_collapses(e.prunes.collapses);
+  out.set_ofo_prunes(e.prunes.ofo_prunes);
+  out.set_ofo_pruned_segments(e.prunes.ofo_pruned_segs);
+  out.set_rcv_mem_drops(e.prunes.rcv_mem_drops);
+  out.set_trigger(e.trigger);
+  *out.mutable_preconditions() = ToProto(e.preconditions);
+  for (const ReclaimerPages& r : e.top_reclaimers) {
+    api::v1::Reclaimer* pr = out.add_top_reclaimers();
+    pr->set_cgroup(EscapeLabelValue(r.cgroup));
+    pr->set_reclaimed_pages(r.reclaimed);
+    pr->set_scanned_pages(r.scanned);
+  }
+  out.set_own_scanned_pages(e.own_scanned);
+  out.set_own_reclaimed_pages(e.own_reclaimed);
+  out.set_samples(e.samples);
+  for (const EpisodePoint& p : e.timeline) {
+    api::v1::TimelinePoint* tp = out.add_timeline();
+    *tp->mutable_end() = Ts(p.end_ms);
+    tp->set_interval_seconds(p.interval_seconds);
+    tp->set_pressure_seconds(p.pressure_seconds);
+    tp->set_window_clamps(p.clamps);
+  }
+  return out;
+}
+
+api::v1::CgroupList BuildCgroupList(const Snapshot& s, const EpisodeTracker& episodes, bool only_pressure) {
+  api::v1::CgroupList out;
+  *out.mutable_generated() = Ts(s.unix_millis);
+  out.set_sample_sequence(s.sequence);
+  *out.mutable_node() = ToProto(PreconditionsOf(s));
+  for (const CgroupView& c : s.cgroups) {
+    std::optional<EpisodeTracker::CgroupCounters> counters = episodes.Counters(c.path);
+    bool open = counters && counters->active_episode_id;
+    if (only_pressure && !c.pressure_active && !open) continue;
+    api::v1::CgroupState* st = out.add_cgroups();
+    st->set_cgroup(EscapeLabelValue(c.path));
+    st->set_id(c.id);
+    CopyIdentity(c.identity, st->mutable_identity());
+    st->set_v1(c.v1);
+    st->set_pressure_active(c.pressure_active);
+    st->set_pressure_asserted(c.best.pressure_asserted);
+    if (c.best.ratio) st->set_scan_without_reclaim_ratio(*c.best.ratio);
+    st->set_scanned_pages_total(c.best.scanned_total);
+    st->set_reclaimed_pages_total(c.best.reclaimed_total);
+    st->set_pressure_events_total(c.best.pressure_events_total);
+    st->set_pressure_seconds_total(c.best.pressure_seconds_total);
+    st->set_window_clamps_total(c.best.clamps_total);
+    if (c.best.census) {
+      st->set_sockets(c.best.census->sockets);
+      st->set_clamped_sockets(c.best.census->clamped);
+    }
+    if (c.best.sock_throttled_total) st->set_sock_throttled_total(*c.best.sock_throttled_total);
+    if (c.memory_current) st->set_memory_current_bytes(*c.memory_current);
+    if (c.memory_max && *c.memory_max != UINT64_MAX) st->set_memory_max_bytes(*c.memory_max);
+    if (counters) {
+      if (counters->active_episode_id) st->set_active_episode_id(*counters->active_episode_id);
+      st->set_episodes_total(counters->episodes_total);
+      st->set_episode_seconds_total(counters->duration_seconds_total);
+    }
+  }
+  return out;
+}
+
+api::v1::EpisodeList BuildEpisodeList(const EpisodeTracker& episodes, size_t limit, const std::string& cgroup,
+                                      int64_t now_ms) {
+  api::v1::EpisodeList out;
+  *out.mutable_generated() = Ts(now_ms);
+  out.set_active(static_cast<uint32_t>(episodes.active_count()));
+  out.set_started_total(episodes.started_total());
+  out.set_history_limit(static_cast<uint32_t>(episodes.options().history));
+  for (const Episode& e : episodes.Recent(limit, cgroup)) *out.add_episodes() = ToProto(e);
+  return out;
+}
+
+std::string ToJson(const google::protobuf::Message& message, bool pretty) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = pretty;
+  // Booleans and counters at zero are answers too ("pressureActive": false),
+  // so print them rather than leave clients to know proto3 defaults.
+  options.always_print_primitive_fields = true;
+  std::string out;
+  if (!google::protobuf::util::MessageToJsonString(message, &out, options).ok()) return "{}";
+  return out;
+}
+
+std::string RenderEpisodesPage(const api::v1::CgroupList& cgroups, const api::v1::EpisodeList& episodes,
+                               const PageContext& ctx) {
+  const api::v1::Preconditions& node = cgroups.node();
+  std::string h;
+  absl::StrAppend(&h, R"(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="refresh" content="5">
+<title>sockpressure: TCP throttling episodes</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#1d1d1f;background:#fafafa}
+h1{font-size:1.4em;margin:0 0 .3em} h2{font-size:1.1em;margin:1.4em 0 .4em}
+table{border-collapse:collapse;width:100%;background:#fff;font-size:.9em}
+th,td{border:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}
+th{background:#f0f0f3} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.ok{color:#146c2e;font-weight:600} .bad{color:#b3261e;font-weight:600}
+tr.throttled td{background:#fdecea} tr.active td{background:#fff4e5}
+.meta{color:#555;font-size:.9em} code{font-size:.95em}
+.pill{display:inline-block;border:1px solid #ccc;border-radius:1em;padding:0 .6em;margin-right:.4em;background:#fff}
+</style></head><body>
+)");
+  absl::StrAppend(&h, "<h1>TCP receive-window throttling by memcg socket pressure</h1>\n<p class=\"meta\">sample ",
+                  cgroups.sample_sequence(), " at ", When(cgroups.generated()), " &middot; sockpressure_exporter ",
+                  Escape(ctx.version), " &middot; <a href=\"/api/v1/cgroups?pressure=1\">/api/v1/cgroups</a> ",
+                  "&middot; <a href=\"/api/v1/episodes\">/api/v1/episodes</a></p>\n");
+  absl::StrAppend(&h, "<p id=\"node\"><span class=\"pill\">kernel <code>", Escape(node.kernel_release()),
+                  "</code></span><span class=\"pill\">cgroup ", Escape(node.cgroup_mode()),
+                  "</span><span class=\"pill\">swap ", OnOff(node.swap_enabled(), "off"),
+                  "</span><span class=\"pill\">socket accounting ", OnOff(node.socket_accounting_enabled(), "off"),
+                  "</span><span class=\"pill\">MGLRU ",
+                  node.has_mglru_enabled() ? OnOff(node.mglru_enabled(), "on") : "absent", "</span>");
+  for (const char* sig : {"socket_pressure", "window_clamps", "clamped_sockets"}) {
+    auto it = node.signal_sources().find(sig);
+    absl::StrAppend(&h, "<span class=\"pill\">", sig, ": ",
+                    Escape(it == node.signal_sources().end() ? "none" : it->second), "</span>");
+  }
+  absl::StrAppend(&h, "</p>\n");
+  if (ctx.alerting_status) absl::StrAppend(&h, "<p class=\"meta\" id=\"alerting\">", Escape(ctx.alerting_status()), "</p>\n");
+
+  absl::StrAppend(&h, "<h2>Cgroups throttled now or in an open episode</h2>\n");
+  if (cgroups.cgroups().empty()) {
+    absl::StrAppend(&h, "<p id=\"no-pressure\" class=\"ok\">No cgroup is under socket pressure.</p>\n");
+  } else {
+    absl::StrAppend(&h, "<table id=\"cgroups\"><thead><tr><th>cgroup</th><th>pod</th><th>state</th><th>episode</th>"
+                        "<th>scan w/o reclaim</th><th>sockets</th><th>clamped</th><th>pressure s total</th>"
+                        "<th>clamps total</th></tr></thead><tbody>\n");
+    for (const api::v1::CgroupState& c : cgroups.cgroups()) {
+      std::string state = c.pressure_asserted() ? "throttled (own pressure)"
+                          : c.pressure_active() ? "throttled (ancestor's pressure)"
+                                                : "quiet, episode open";
+      std::string episode = c.has_active_episode_id()
+                                ? absl::StrCat("<a href=\"#episode-", c.active_episode_id(), "\">#",
+                                               c.active_episode_id(), "</a>")
+                                : "";
+      absl::StrAppend(&h, "<tr class=\"", c.pressure_active() ? "throttled" : "active", "\" data-cgroup=\"",
+                      Escape(c.cgroup()), "\"><td><code>", Escape(c.cgroup()), "</code></td><td>",
+                      Escape(Pod(c.identity())), "</td><td>", state, "</td><td>", episode, "</td><td class=\"num\">",
+                      Ratio(c.has_scan_without_reclaim_ratio(), c.scan_without_reclaim_ratio()),
+                      "</td><td class=\"num\">", c.has_sockets() ? absl::StrCat(c.sockets()) : "–",
+                      "</td><td class=\"num\">", c.has_clamped_sockets() ? absl::StrCat(c.clamped_sockets()) : "–",
+                      "</td><td class=\"num\">", absl::StrFormat("%.1f", c.pressure_seconds_total()),
+                      "</td><td class=\"num\">", c.window_clamps_total(), "</td></tr>\n");
+    }
+    absl::StrAppend(&h, "</tbody></table>\n");
+  }
+
+  absl::StrAppend(&h, "<h2>Recent episodes</h2>\n<p class=\"meta\">", episodes.active(), " open, ",
+                  episodes.started_total(), " started since the agent started; the last ",
+                  episodes.history_limit(), " are kept.</p>\n");
+  if (episodes.episodes().empty()) {
+    absl::StrAppend(&h, "<p id=\"no-episodes\">No episodes yet.</p>\n");
+  } else {
+    absl::StrAppend(&h, "<table id=\"episodes\"><thead><tr><th>#</th><th>timeline</th><th>cgroup</th><th>pod</th><th>start</th>"
+                        "<th>end</th><th>duration s</th><th>throttled s</th><th>peak ratio</th><th>clamps</th>"
+                        "<th>peak clamped sockets</th><th>swap / sock acct / MGLRU</th><th>top reclaimers (pages)</th>"
+                        "</tr></thead><tbody>\n");
+    for (const api::v1::Episode& e : episodes.episodes()) {
+      std::string reclaimers;
+      for (const api::v1::Reclaimer& r : e.top_reclaimers()) {
+        absl::StrAppend(&reclaimers, reclaimers.empty() ? "" : "<br>", "<code>", Escape(r.cgroup()), "</code> ",
+                        r.reclaimed_pages());
+      }
+      absl::StrAppend(&h, "<tr id=\"episode-", e.id(), "\" class=\"", e.active() ? "active" : "closed",
+                      "\" data-cgroup=\"", Escape(e.cgroup()), "\"><td>", e.id(), "</td><td>",
+                      // Second column: the picture is what people look at first.
+                      EpisodeTimelineSvg(e), "</td><td><code>",
+                      Escape(e.cgroup()), "</code></td><td>", Escape(Pod(e.identity())), "</td><td>",
+                      When(e.start()), "</td><td>", e.active() ? "<b>open</b>" : When(e.end()),
+                      "</td><td class=\"num\">", absl::StrFormat("%.0f", e.duration_seconds()),
+                      "</td><td class=\"num\">", absl::StrFormat("%.1f", e.throttled_seconds()),
+                      "</td><td class=\"num\">",
+                      Ratio(e.has_peak_scan_without_reclaim_ratio(), e.peak_scan_without_reclaim_ratio()),
+                      "</td><td class=\"num\">", e.window_clamps(), "</td><td class=\"num\">",
+                      e.peak_clamped_sockets(), "</td><td>", e.preconditions().swap_enabled() ? "on" : "off", " / ",
+                      e.preconditions().socket_accounting_enabled() ? "on" : "off", " / ",
+                      !e.preconditions().has_mglru_enabled() ? "absent"
+                      : e.preconditions().mglru_enabled()    ? "on"
+                                                             : "off",
+                      "</td><td>", reclaimers,
+                      "</td></tr>\n");
+    }
+    absl::StrAppend(&h, "</tbody></table>\n");
+  }
+  absl::StrAppend(&h, "</body></html>\n");
+  return h;
+}
+
+void AddAlertingRoutes(HttpServer& server, const Sampler& sampler, const EpisodeTracker& episodes,
+                       PageContext context) {
+  auto no_sample = [](httplib::Response& res) {
+    res.status = 503;
+    res.set_content("no sample yet\n", "text/plain");
+  };
+  server.Get("/api/v1/cgroups", [&sampler, &episodes, no_sample](const httplib::Request& req, httplib::Response& res) {
+    std::shared_ptr<const Snapshot> s = sampler.Latest();
+    if (!s) return no_sample(res);
+    bool only = req.has_param("pressure") && req.get_param_value("pressure") != "0";
+    res.set_content(ToJson(BuildCgroupList(*s, episodes, only), req.has_param("pretty")), "application/json");
+  });
+  server.Get("/api/v1/episodes", [&sampler, &episodes, no_sample](const httplib::Request& req, httplib::Response& res) {
+    std::shared_ptr<const Snapshot> s = sampler.Latest();
+    if (!s) return no_sample(res);
+    size_t limit = 0;
+    if (req.has_param("limit") && !absl::SimpleAtoi(req.get_param_value("limit"), &limit)) {
+      res.status = 400;
+      res.set_content("limit must be a non-negative integer\n", "text/plain");
+      return;
+    }
+    // Filtered by the name as the API and the metrics show it.
+    std::string cgroup = req.has_param("cgroup") ? UnescapeLabelValue(req.get_param_value("cgroup")) : "";
+    res.set_content(ToJson(BuildEpisodeList(episodes, limit, cgroup, s->unix_millis), req.has_param("pretty")),
+                    "application/json");
+  });
+  server.Get(
+      "/episodes",
+      [&sampler, &episodes, no_sample, context](const httplib::Request&, httplib::Response& res) {
+        std::shared_ptr<const Snapshot> s = sampler.Latest();
+        if (!s) return no_sample(res);
+        res.set_content(RenderEpisodesPage(BuildCgroupList(*s, episodes, true),
+                                           BuildEpisodeList(episodes, 100, "", s->unix_millis), context),
+                        "text/html; charset=utf-8");
+      },
+      "Throttling episodes");
+}
+
+}  // namespace sockpressure

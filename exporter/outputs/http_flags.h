@@ -1,0 +1,33 @@
+// The HTTP server's flags (--web.*, and --collector.context, which picks the
+// exposition profile) and the HttpOptions built from them, so that main only
+// wires. Not thread-safe: used once at start-up.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "exporter/cli/flag_set.h"
+#include "exporter/outputs/http_server.h"
+
+namespace sockpressure {
+
+struct HttpFlags {
+  std::string listen_address = ":19100";
+  std::string telemetry_path = "/metrics";
+  std::string web_config_file;
+  int64_t max_requests = 40;
+  // --collector.context: also expose the context series per cgroup (sizes,
+  // limits, PSI, windows by level, OOM kills, sockets). Off: the core profile.
+  bool context = false;
+};
+
+void RegisterHttpFlags(FlagSet* flags, HttpFlags* f);
+
+// Loads --web.config.file; InvalidArgument/NotFound say what is wrong.
+absl::StatusOr<HttpOptions> HttpOptionsFromFlags(const HttpFlags& f);
+
+// <hostname>:<listen port>, how Alertmanager and links name this agent.
+std::string AgentHostPort(const HttpFlags& f);
+
+}  // namespace sockpressure

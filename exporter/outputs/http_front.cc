@@ -1,0 +1,248 @@
+#include "exporter/outputs/http_front.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "exporter/outputs/http_front_conn.h"
+
+// Connection handling: accept, TLS handshake, reading request heads,
+// shedding, deadlines, close. What happens to a complete head is in
+// http_front_requests.cc.
+namespace sockpressure {
+namespace {
+
+constexpr uint64_t kListenerKey = 0;
+constexpr uint64_t kWakeKey = 1;
+
+}  // namespace
+
+HttpFront::HttpFront(FrontOptions options, std::function<bool(const RequestHead&, FrontResponse*)> inline_handler,
+                     Handler handler, std::function<void(const std::string&, int)> observe)
+    : options_(options),
+      inline_handler_(std::move(inline_handler)),
+      handler_(std::move(handler)),
+      observe_(std::move(observe)) {}
+
+HttpFront::~HttpFront() { Stop(); }
+
+void HttpFront::Start(std::shared_ptr<Listener> listener) {
+  listener_ = std::move(listener);
+  std::signal(SIGPIPE, SIG_IGN);  // OpenSSL writes with write(2), not send(MSG_NOSIGNAL)
+  // Each connection costs an fd: raise the soft limit towards the cap, and
+  // lower the cap to what the limit allows, keeping room for other files.
+  rlimit rl{};
+  const rlim_t want = static_cast<rlim_t>(options_.max_connections) + 256;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
+    rl.rlim_cur = std::min(want, rl.rlim_max);
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+    ::getrlimit(RLIMIT_NOFILE, &rl);
+    const int room = static_cast<int>(rl.rlim_cur) - 256;
+    options_.max_connections = std::max(16, std::min(options_.max_connections, room));
+  }
+  epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kListenerKey;
+  ::epoll_ctl(epoll_, EPOLL_CTL_ADD, listener_->fd(), &ev);
+  ev.data.u64 = kWakeKey;
+  ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev);
+  next_id_ = kWakeKey + 1;
+  for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this] { Work(); });
+  io_ = std::thread([this] { Loop(); });
+}
+
+void HttpFront::Stop() {
+  if (stop_.exchange(true)) return;
+  cv_.notify_all();
+  if (wake_ >= 0) {
+    uint64_t one = 1;
+    (void)!::write(wake_, &one, sizeof one);
+  }
+  if (io_.joinable()) io_.join();
+  for (std::thread& w : workers_) w.join();
+  workers_.clear();
+  while (!conns_.empty()) Close(conns_.begin()->second.get());
+  if (epoll_ >= 0) ::close(epoll_);
+  if (wake_ >= 0) ::close(wake_);
+  epoll_ = wake_ = -1;
+  listener_.reset();
+}
+
+void HttpFront::Loop() {
+  epoll_event events[64];
+  double next_sweep = HttpFrontNow() + 0.1;
+  while (!stop_.load()) {
+    // The sweep (deadlines) needs a tick only while connections are open;
+    // an idle agent sleeps until a connection or Stop() (the eventfd)
+    // wakes it, instead of waking ten times a second for nothing.
+    int n = ::epoll_wait(epoll_, events, 64, conns_.empty() ? -1 : 100);
+    for (int i = 0; i < n; ++i) {
+      uint64_t key = events[i].data.u64;
+      if (key == kListenerKey) {
+        Accept();
+      } else if (key == kWakeKey) {
+        TakeDone();
+      } else if (auto it = conns_.find(key); it != conns_.end()) {
+        OnEvent(it->second.get(), events[i].events);
+      }
+    }
+    if (double now = HttpFrontNow(); now >= next_sweep) {
+      Sweep();
+      next_sweep = now + 0.1;
+    }
+  }
+}
+
+void HttpFront::Accept() {
+  // Bounded per round so that a connect flood cannot keep the loop from
+  // serving the connections it already has.
+  for (int i = 0; i < 256; ++i) {
+    int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) ShedOne();
+      return;
+    }
+    if (static_cast<int>(conns_.size()) >= options_.max_connections && !ShedOne()) {
+      ::close(fd);  // every connection is being served: refuse the newest
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto c = std::make_unique<Conn>();
+    c->id = next_id_++;
+    c->fd = fd;
+    c->since = HttpFrontNow();
+    c->deadline = c->since + options_.request_timeout_seconds;
+    if (listener_->tls() != nullptr) {
+      c->ssl = SSL_new(listener_->tls());
+      SSL_set_fd(c->ssl, fd);
+      SSL_set_accept_state(c->ssl);
+      c->state = Conn::kHandshake;
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = c->id;
+    c->watched = EPOLLIN;
+    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+    conns_.emplace(c->id, std::move(c));
+  }
+}
+
+void HttpFront::Watch(Conn* c, bool read, bool write) {
+  uint32_t want = (read ? EPOLLIN : 0u) | (write ? EPOLLOUT : 0u);
+  if (want == c->watched) return;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.u64 = c->id;
+  ::epoll_ctl(epoll_, EPOLL_CTL_MOD, c->fd, &ev);
+  c->watched = want;
+}
+
+void HttpFront::OnEvent(Conn* c, uint32_t events) {
+  if (events & (EPOLLERR | EPOLLHUP)) return Close(c);  // a worker's late answer is then dropped
+  if (c->state == Conn::kHandshake) {
+    ERR_clear_error();
+    int rc = SSL_do_handshake(c->ssl);
+    if (rc != 1) {
+      int err = SSL_get_error(c->ssl, rc);
+      if (err == SSL_ERROR_WANT_READ) return Watch(c, true, false);
+      if (err == SSL_ERROR_WANT_WRITE) return Watch(c, false, true);
+      return Close(c);
+    }
+    c->state = Conn::kReading;
+    Watch(c, true, false);
+  }
+  if (c->state == Conn::kReading) return ReadMore(c);
+  if (c->state == Conn::kWriting) return WriteMore(c);
+}
+
+void HttpFront::ReadMore(Conn* c) {
+  char buf[16384];
+  // Never buffer more than one maximal head (plus pipelined leftovers).
+  while (c->in.size() <= kMaxRequestHeadBytes + 4) {
+    ssize_t n;
+    if (c->ssl != nullptr) {
+      ERR_clear_error();
+      n = SSL_read(c->ssl, buf, sizeof buf);
+      if (n <= 0) {
+        if (SSL_get_error(c->ssl, static_cast<int>(n)) == SSL_ERROR_WANT_READ) break;
+        return Close(c);
+      }
+    } else {
+      n = ::recv(c->fd, buf, sizeof buf, 0);
+      if (n == 0) {
+        c->eof = true;  // half-closed: answer what was sent, then close
+        break;
+      }
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        if (errno == EINTR) continue;
+        return Close(c);
+      }
+    }
+    c->in.append(buf, static_cast<size_t>(n));
+  }
+  if (!c->eof) return TryRequest(c);
+  Watch(c, false, false);  // a read-ready EOF would wake the loop forever
+  const uint64_t id = c->id;
+  TryRequest(c);
+  auto it = conns_.find(id);  // TryRequest may have closed it
+  if (it != conns_.end() && it->second->state == Conn::kReading) Close(it->second.get());
+}
+
+void HttpFront::Close(Conn* c) {
+  if (c->ssl != nullptr) SSL_free(c->ssl);
+  ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c->fd, nullptr);
+  ::close(c->fd);
+  conns_.erase(c->id);
+}
+
+bool HttpFront::ShedOne() {
+  // The oldest connection waiting for a request with nothing of it yet (idle
+  // keep-alive, or connected and silent); failing that, the oldest one still
+  // sending its head. Connections being served or written are never shed.
+  Conn* victim = nullptr;
+  for (int pass = 0; pass < 2 && victim == nullptr; ++pass) {
+    for (auto& [id, c] : conns_) {
+      bool waiting = c->state == Conn::kReading || c->state == Conn::kHandshake;
+      bool idle = c->in.empty() && c->state == Conn::kReading;
+      if (!waiting || (pass == 0 && !idle)) continue;
+      if (victim == nullptr || c->since < victim->since) victim = c.get();
+    }
+  }
+  if (victim == nullptr) return false;
+  Close(victim);
+  return true;
+}
+
+void HttpFront::Sweep() {
+  const double now = HttpFrontNow();
+  std::vector<Conn*> expired;
+  for (auto& [id, c] : conns_) {
+    if (c->state != Conn::kServing && now > c->deadline) expired.push_back(c.get());
+  }
+  for (Conn* c : expired) {
+    if (c->state == Conn::kReading && !c->in.empty() && c->ssl == nullptr) {
+      // A head not finished in time: say so, without waiting for the write.
+      std::string bytes = Serialize(nullptr, {408, {{"Content-Type", "text/plain"}}, "request timeout\n"}, false);
+      (void)!::send(c->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (observe_) observe_("", 408);
+    }
+    Close(c);
+  }
+}
+
+}  // namespace sockpressure

@@ -1,0 +1,127 @@
+// The agent's own HTTP/1.1 front (plain or TLS), built to keep answering
+// under hostile clients on the node's network. Why not cpp-httplib 0.11.4:
+// there a connection occupies one of a fixed set of worker threads from
+// accept() until it closes, with a timeout per recv() rather than per
+// request, and listen() uses a backlog of 5; none of its hooks change that,
+// so 8 slowloris connections starve every route (docs/threat-model.md).
+//
+// Design: one I/O thread owns every connection (epoll, non-blocking sockets,
+// OpenSSL in non-blocking mode). It reads each request head whole within a
+// deadline counted from accept (or from the end of the previous response),
+// with a bounded size, and answers refusals itself at once. Complete requests
+// go either to an inline handler on the I/O thread (/healthz: cheap, so no
+// /metrics burst can starve it) or to a small worker pool through a queue
+// bounded by max_requests (more get 503). Workers only compute responses; the
+// I/O thread writes them. Over max_connections, the oldest connection that is
+// not being served is shed.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "exporter/outputs/http_request.h"
+#include "exporter/outputs/listener.h"
+
+namespace sockpressure {
+
+struct FrontResponse {
+  FrontResponse() = default;
+  FrontResponse(int s, std::vector<std::pair<std::string, std::string>> h, std::string b)
+      : status(s), headers(std::move(h)), body(std::move(b)) {}
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;  // Content-Length and Connection are added
+  std::string body;
+  // When set, the body instead of `body`: a rendering shared with other
+  // responses (the /metrics cache). It is written from where it is, never
+  // copied, so serving N scrapers of one sample holds one body, not N + 1.
+  std::shared_ptr<const std::string> shared_body;
+};
+
+struct FrontOptions {
+  double request_timeout_seconds = 10;  // whole request head (TLS handshake included), idle keep-alive too
+  double write_timeout_seconds = 10;    // whole response, plus 1 s per MB of it
+  int max_requests = 40;                // queued + running in workers; more get 503 at once
+  int workers = 4;
+  int max_connections = 1000;  // lowered to fit RLIMIT_NOFILE
+};
+
+// Thread-safety: Start() and Stop() from one thread; handlers run on the I/O
+// thread (inline) or on worker threads and must be thread-safe.
+class HttpFront {
+ public:
+  using Handler = std::function<void(const RequestHead&, FrontResponse*)>;
+  // `inline_handler` returns true when it answered the request on the I/O
+  // thread (it must be cheap); otherwise `handler` answers it on a worker.
+  // `observe` sees every response's request path (empty when the request
+  // never got that far) and status, on the thread that produced it.
+  HttpFront(FrontOptions options, std::function<bool(const RequestHead&, FrontResponse*)> inline_handler,
+            Handler handler, std::function<void(const std::string& path, int status)> observe);
+  ~HttpFront();
+
+  void Start(std::shared_ptr<Listener> listener);
+  void Stop();
+
+ private:
+  struct Conn;
+  struct Done {
+    uint64_t id;
+    std::string bytes;                         // head (and an own body)
+    std::shared_ptr<const std::string> shared;  // a shared body, written after `bytes`
+    bool keep_alive;
+  };
+  struct Job {
+    uint64_t id;
+    RequestHead head;
+  };
+
+  void Loop();
+  void Accept();
+  void OnEvent(Conn* c, uint32_t events);
+  void ReadMore(Conn* c);
+  void TryRequest(Conn* c);
+  void Respond(Conn* c, const RequestHead* head, FrontResponse r, bool keep_alive);
+  void Queue(Conn* c, std::string bytes, std::shared_ptr<const std::string> shared, bool keep_alive);
+  void WriteMore(Conn* c);
+  void Finished(Conn* c);
+  void Close(Conn* c);
+  void Watch(Conn* c, bool read, bool write);
+  bool ShedOne();
+  void Sweep();
+  void TakeDone();
+  void Work();
+  static std::string Serialize(const RequestHead* head, const FrontResponse& r, bool keep_alive);
+  // The shared body to write after Serialize()'s bytes (none for HEAD).
+  static std::shared_ptr<const std::string> SharedBody(const RequestHead* head, const FrontResponse& r);
+
+  FrontOptions options_;
+  std::function<bool(const RequestHead&, FrontResponse*)> inline_handler_;
+  Handler handler_;
+  std::function<void(const std::string&, int)> observe_;
+  std::shared_ptr<Listener> listener_;
+  int epoll_ = -1;
+  int wake_ = -1;  // eventfd: workers finished, or Stop()
+  std::atomic<bool> stop_{false};
+  std::thread io_;
+  std::vector<std::thread> workers_;
+  // I/O thread only.
+  std::map<uint64_t, std::unique_ptr<Conn>> conns_;
+  uint64_t next_id_ = 1;
+  int in_flight_ = 0;  // requests handed to workers, not yet written back
+  // Shared between the I/O thread and workers.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  std::vector<Done> done_;
+};
+
+}  // namespace sockpressure

@@ -1,0 +1,42 @@
+// What the two halves of HttpFront share: a connection's state and the clock
+// its deadlines use. http_front.cc owns connections (accept, read, shed,
+// expire, close); http_front_requests.cc turns request heads into responses
+// (inline, or through the worker pool) and writes them back.
+// Internal to outputs/: only http_front*.cc include it.
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <cstdint>
+#include <ctime>
+#include <memory>
+#include <string>
+
+#include "exporter/outputs/http_front.h"
+
+namespace sockpressure {
+
+inline double HttpFrontNow() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// I/O thread only.
+struct HttpFront::Conn {
+  enum State { kHandshake, kReading, kServing, kWriting };
+  uint64_t id = 0;
+  int fd = -1;
+  SSL* ssl = nullptr;
+  State state = kReading;
+  std::string in, out;
+  std::shared_ptr<const std::string> shared;  // written after `out`
+  size_t out_off = 0;                         // into `out`, then on into `shared`
+  double deadline = 0;  // of the current read or write phase
+  double since = 0;     // start of the current read phase, for shedding the oldest
+  bool keep_alive = true;
+  bool eof = false;  // the client shut down its sending side
+  uint32_t watched = 0;
+};
+
+}  // namespace sockpressure

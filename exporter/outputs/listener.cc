@@ -1,0 +1,128 @@
+#include "exporter/outputs/listener.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "exporter/outputs/http_server.h"
+
+namespace sockpressure {
+namespace {
+
+std::string OpenSslError() {
+  unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return "unknown TLS error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof buf);
+  return buf;
+}
+
+// Names the file and the reason when a TLS file cannot be read, before
+// OpenSSL's less specific error.
+absl::Status Readable(const char* what, const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::InvalidArgumentError(absl::StrCat("TLS ", what, " ", path, ": ", std::strerror(errno)));
+  ::close(fd);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SSL_CTX*> LoadTls(const WebConfig& web) {
+  for (auto [what, path] : {std::pair<const char*, const std::string*>{"cert_file", &web.cert_file},
+                            {"key_file", &web.key_file},
+                            {"client_ca_file", &web.client_ca_file}}) {
+    if (path->empty()) continue;
+    if (absl::Status s = Readable(what, *path); !s.ok()) return s;
+  }
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) return absl::InternalError(absl::StrCat("TLS: ", OpenSslError()));
+  auto fail = [ctx](const char* what, const std::string& path) {
+    std::string why = OpenSslError();
+    SSL_CTX_free(ctx);
+    return absl::InvalidArgumentError(absl::StrCat("TLS ", what, " ", path, ": ", why));
+  };
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+  // Non-blocking writes may be resumed with the buffer at another address.
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  if (SSL_CTX_use_certificate_chain_file(ctx, web.cert_file.c_str()) != 1) return fail("cert_file", web.cert_file);
+  if (SSL_CTX_use_PrivateKey_file(ctx, web.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    return fail("key_file", web.key_file);
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) return fail("key_file does not match cert_file:", web.key_file);
+  if (!web.client_ca_file.empty()) {
+    if (SSL_CTX_load_verify_locations(ctx, web.client_ca_file.c_str(), nullptr) != 1) {
+      return fail("client_ca_file", web.client_ca_file);
+    }
+    SSL_CTX_set_client_CA_list(ctx, SSL_load_client_CA_file(web.client_ca_file.c_str()));
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  }
+  return ctx;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(const std::string& listen_address, const WebConfig& web) {
+  absl::StatusOr<ListenAddress> addr = ParseListenAddress(listen_address);
+  if (!addr.ok()) return addr.status();
+  std::unique_ptr<Listener> l(new Listener());
+  if (web.tls()) {
+    absl::StatusOr<SSL_CTX*> ctx = LoadTls(web);
+    if (!ctx.ok()) return ctx.status();
+    l->tls_ = *ctx;
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  std::string port = std::to_string(addr->port);
+  if (int rc = ::getaddrinfo(addr->host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot listen on ", listen_address, ": host '", addr->host, "': ", gai_strerror(rc)));
+  }
+  int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    ::freeaddrinfo(res);
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listen_address, ": socket: ", std::strerror(errno)));
+  }
+  l->fd_ = fd;
+  // SO_REUSEADDR only rebinds over TIME_WAIT; without SO_REUSEPORT a second
+  // listener on the port gets EADDRINUSE.
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  int rc = ::bind(fd, res->ai_addr, res->ai_addrlen);
+  int err = errno;
+  ::freeaddrinfo(res);
+  if (rc != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", listen_address, ": ", std::strerror(err),
+        err == EADDRINUSE ? " (another process, perhaps a second agent, holds the port)" : ""));
+  }
+  if (::listen(fd, kListenBacklog) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen_address, ": ", std::strerror(errno)));
+  }
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  l->port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                            : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  return l;
+}
+
+Listener::~Listener() {
+  if (fd_ >= 0) ::close(fd_);
+  if (tls_ != nullptr) SSL_CTX_free(tls_);
+}
+
+}  // namespace sockpressure

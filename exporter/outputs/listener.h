@@ -1,0 +1,38 @@
+// The HTTP front's listening socket and TLS context (see http_front.h).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "exporter/outputs/web_config.h"
+
+typedef struct ssl_ctx_st SSL_CTX;
+
+namespace sockpressure {
+
+// Listen backlog: sized for scrape bursts (the kernel caps it at
+// net.core.somaxconn); cpp-httplib 0.11.4 used 5.
+inline constexpr int kListenBacklog = 4096;
+
+// A bound, listening socket plus the loaded TLS context, created before any
+// sampling or thread starts so that every start-up error (bad address, port
+// in use, unreadable or invalid certificate/key) is reported first. Bound
+// without SO_REUSEPORT: a second agent on the same port fails instead of
+// stealing scrapes. Not thread-safe; owned by one HttpFront once started.
+class Listener {
+ public:
+  static absl::StatusOr<std::unique_ptr<Listener>> Open(const std::string& listen_address, const WebConfig& web);
+  ~Listener();
+  int fd() const { return fd_; }
+  int port() const { return port_; }
+  SSL_CTX* tls() const { return tls_; }
+
+ private:
+  Listener() = default;
+  int fd_ = -1;
+  int port_ = 0;
+  SSL_CTX* tls_ = nullptr;
+};
+
+}  // namespace sockpressure

@@ -1,0 +1,74 @@
+#ifdef SOCKPRESSURE_WITH_BPF
+#include "exporter/sources/bpf/clamps_loader.h"
+
+#include <bpf/btf.h>
+
+#include "clamps.skel.h"
+#include "exporter/sources/bpf/bpf_maps.h"
+#include "sockpressure_bpf.h"
+
+namespace sockpressure {
+
+ClampsLoader::ClampsLoader() : ProgramLoader({sp_clamps__open, sp_clamps__load, sp_clamps__destroy}) {}
+
+std::unique_ptr<ClampsLoader> ClampsLoader::Attach(const BpfEnv& env, const std::vector<std::string>& attach_types,
+                                                   ProbeLog& log) {
+  std::unique_ptr<ClampsLoader> c(new ClampsLoader());
+  for (const std::string& attach : attach_types) {
+    Tier tier;
+    if (attach == "fexit") {
+      tier = Tier::kFentry;
+      if (!env.HasBtfFunc("__tcp_select_window")) {
+        log.Skip("window_clamps", attach, "__tcp_select_window not in kernel BTF");
+        continue;
+      }
+    } else if (attach == "kprobe") {
+      tier = Tier::kKprobe;
+      if (!KallsymsHas(env.procfs, "__tcp_select_window")) {
+        log.Skip("window_clamps", attach, "__tcp_select_window not in kallsyms");
+        continue;
+      }
+    } else if (attach == "tp_btf") {
+      tier = Tier::kTpBtf;
+      if (btf__find_by_name_kind(env.vmlinux, "btf_trace_tcp_rcv_space_adjust", BTF_KIND_TYPEDEF) <= 0) {
+        log.Skip("window_clamps", attach, "no BTF for tracepoint tcp_rcv_space_adjust");
+        continue;
+      }
+    } else if (attach == "raw_tp") {
+      tier = Tier::kRawTp;
+    } else {
+      continue;
+    }
+    std::string why = c->skel_.Load(
+        [&](sp_clamps* s) -> Skeleton<sp_clamps>::Programs {
+          s->rodata->targ_v1 = env.v1;
+          bpf_program* prog = attach == "fexit"    ? s->progs.clamp_fexit
+                              : attach == "kprobe" ? s->progs.clamp_kprobe
+                              : attach == "tp_btf" ? s->progs.clamp_tp_btf
+                                                   : s->progs.clamp_raw_tp;
+          return {{bpf_program__name(prog), prog}};
+        },
+        &bpf_program__attach, attach == "kprobe" ? " (kernel without kprobes?)" : "");
+    if (!why.empty()) {
+      log.Skip("window_clamps", attach, why);
+      continue;
+    }
+    c->tier_ = tier;
+    c->stats_fd_ = bpf_map__fd(c->skel_->maps.stats);
+    log.Attached("window_clamps", attach);
+    return c;
+  }
+  return nullptr;
+}
+
+uint64_t ClampsLoader::Collect(Sample& sample, bool program_stats) {
+  auto& by_id = sample.clamps[tier_];
+  std::vector<uint64_t> stats = Stats();
+  clamps_.Read(bpf_map__fd(skel_->maps.clamps), stats[SP_STAT_CLAMPS],
+               [&](uint64_t id, uint64_t n) { by_id[id].clamps = n; });
+  sample.MarkLive(Signal::kWindowClamps, tier_);
+  return Finish(sample, program_stats, stats);
+}
+
+}  // namespace sockpressure
+#endif  // SOCKPRESSURE_WITH_BPF

@@ -1,0 +1,30 @@
+// Loader of bpf/vmpressure.bpf.c: vmpressure() verdicts per memcg (reclaim
+// windows and socket pressure), from fentry/fexit, else kprobe/kretprobe.
+// Not thread-safe: built at start-up, then used by the sampler thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exporter/sources/bpf/bpf_loader.h"
+
+struct sp_vmpressure;
+
+namespace sockpressure {
+
+class VmpressureLoader : public ProgramLoader<sp_vmpressure> {
+ public:
+  // Null when no attach type in `attach` worked; each attempt is in `log`.
+  static std::unique_ptr<VmpressureLoader> Attach(const BpfEnv& env, const std::vector<std::string>& attach,
+                                                  ProbeLog& log);
+  // Adds reclaim and pressure per memcg to `sample`; returns events lost.
+  // `hz` converts the kernel's jiffies deadlines (0 = unknown, 250 assumed).
+  uint64_t Collect(Sample& sample, int hz, bool program_stats);
+
+ private:
+  VmpressureLoader();
+};
+
+}  // namespace sockpressure

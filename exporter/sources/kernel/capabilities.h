@@ -1,0 +1,59 @@
+// Keeping only the capabilities the agent needs once the probes are attached.
+//
+// Loading and attaching BPF programs needs CAP_BPF + CAP_PERFMON (+
+// CAP_SYS_ADMIN on kernels older than 5.8, and for some attach types);
+// afterwards the agent only reads maps, creates iterator fds and enters
+// network namespaces. Each feature declares what it still needs at run time
+// with NeedCapabilities() from its factory; main() then calls
+// DropUnneededCapabilities(), which removes every other capability from the
+// effective, permitted, inheritable, ambient and bounding sets.
+//
+// Capabilities are per thread in Linux (capset() changes the calling thread
+// only): main() drops right after the collector factories, on the main thread,
+// before it starts any thread (kubelet identity, HTTP, sampler, pusher), so
+// every thread inherits the reduced set. The reason for each kept capability
+// is documented in README.md ("Capabilities").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace sockpressure {
+
+// CAP_BPF and CAP_PERFMON (5.8), by number: Debian's UAPI header may
+// predate them.
+inline constexpr int kCapPerfmon = 38;
+inline constexpr int kCapBpf = 39;
+
+// Bit masks over CAP_* numbers (linux/capability.h).
+uint64_t CapBit(int cap);
+
+// Why this process may not load tracing BPF programs (fentry, kprobe,
+// tracepoints, iterators), or "" when it may: CAP_BPF+CAP_PERFMON, or
+// CAP_SYS_ADMIN. Every program would fail with EPERM otherwise; callers say
+// so once instead of once per attach type.
+std::string MissingBpfPrivilege();
+
+// What bpf(2) commands on fds the agent already holds (map lookups,
+// BPF_ITER_CREATE on an attached link, reading the iterator) need after the
+// programs are loaded: nothing on Linux >= 6.5, where the
+// kernel.unprivileged_bpf_disabled check moved from every command into map
+// creation and program load; CAP_BPF before (CAP_SYS_ADMIN on kernels that
+// predate CAP_BPF).
+uint64_t BpfRuntimeCapabilities();
+
+// Adds to the set kept by DropUnneededCapabilities(). Thread-safe.
+void NeedCapabilities(uint64_t mask, const char* why);
+
+// Drops everything not needed, once per process (later calls do nothing).
+// No-op (and returns an empty string) when the process is not privileged.
+// Returns a human-readable summary of what was kept.
+std::string DropUnneededCapabilities();
+
+// The effective capability mask of the calling thread.
+uint64_t EffectiveCapabilities();
+
+// Names of the capabilities in `mask`, comma-separated ("cap_bpf,cap_sys_admin").
+std::string CapabilityNames(uint64_t mask);
+
+}  // namespace sockpressure

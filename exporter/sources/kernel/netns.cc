@@ -1,0 +1,232 @@
+#include "exporter/sources/kernel/netns.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "exporter/common/file_reader.h"
+
+namespace sockpressure {
+
+NetnsScanner::NetnsScanner(std::string procfs, std::vector<std::string> run_netns_dirs,
+                           std::chrono::steady_clock::duration full_rescan)
+    : procfs_(std::move(procfs)), run_netns_dirs_(std::move(run_netns_dirs)), full_rescan_(full_rescan) {}
+
+std::vector<NetnsRef> NetnsScanner::List() {
+  std::vector<NetnsRef> out;
+  std::unordered_set<uint64_t> seen;
+  struct stat st;
+  // thread-self: the namespace of this (sampler) thread, which is the one a
+  // plain socket() here would query.
+  std::string self = JoinPath(procfs_, "thread-self/ns/net");
+  if (::stat(self.c_str(), &st) != 0) self = JoinPath(procfs_, "self/ns/net");
+  if (::stat(self.c_str(), &st) == 0) {
+    seen.insert(st.st_ino);
+    out.push_back({static_cast<uint64_t>(st.st_ino), self, true});
+  } else {
+    out.push_back({0, "", true});  // procfs elsewhere: still query our own namespace
+  }
+  auto add = [&](const std::string& path) {
+    struct stat s;
+    if (::stat(path.c_str(), &s) != 0) return;  // gone, or no ptrace access
+    if (!seen.insert(s.st_ino).second) return;
+    out.push_back({static_cast<uint64_t>(s.st_ino), path, false});
+  };
+  for (const std::string& dir : run_netns_dirs_) {
+    if (DIR* d = ::opendir(dir.c_str())) {
+      while (struct dirent* de = ::readdir(d)) {
+        if (de->d_name[0] != '.') add(JoinPath(dir, de->d_name));
+      }
+      ::closedir(d);
+    }
+  }
+  const auto now = std::chrono::steady_clock::now();
+  const bool full = !scanned_ || now - last_full_ >= full_rescan_;
+  if (full) {
+    last_full_ = now;
+    scanned_ = true;
+  }
+  std::unordered_map<uint64_t, uint64_t> by_pid;  // the live pids only
+  by_pid.reserve(by_pid_.size() + 16);
+  if (DIR* d = ::opendir(procfs_.c_str())) {
+    while (struct dirent* de = ::readdir(d)) {
+      if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
+      const uint64_t pid = std::strtoull(de->d_name, nullptr, 10);
+      uint64_t ino = 0;
+      auto cached = by_pid_.find(pid);
+      std::string p;
+      if (!full && cached != by_pid_.end()) {
+        ino = cached->second;
+      } else {
+        // readlink is cheaper than stat here and yields "net:[INODE]".
+        char link[64];
+        p = absl::StrCat(procfs_, "/", de->d_name, "/ns/net");
+        ssize_t n = ::readlink(p.c_str(), link, sizeof link - 1);
+        if (n > 5) {
+          link[n] = 0;
+          ino = std::strtoull(link + 5, nullptr, 10);  // skip "net:["
+        }
+      }
+      by_pid[pid] = ino;  // 0 (unreadable) is retried at the next full rescan
+      if (ino == 0 || !seen.insert(ino).second) continue;
+      if (p.empty()) p = absl::StrCat(procfs_, "/", de->d_name, "/ns/net");
+      out.push_back({ino, std::move(p), false});
+    }
+    ::closedir(d);
+  }
+  by_pid_.swap(by_pid);
+  return out;
+}
+
+std::vector<NetnsRef> ListNetworkNamespaces(const std::string& procfs, const std::vector<std::string>& run_netns_dirs) {
+  return NetnsScanner(procfs, run_netns_dirs, std::chrono::steady_clock::duration::zero()).List();
+}
+
+namespace {
+
+// One long-lived thread that enters other network namespaces for us.
+// setns() changes only the calling thread's namespace, so the sampler thread
+// never moves; a thread per census would cost a clone() every sample. After
+// each job the worker returns to the namespace it started in, so it never
+// pins a namespace whose pod is gone. Thread-safe: Run() serialises callers.
+class NamespaceWorker {
+ public:
+  static NamespaceWorker& Get() {
+    static NamespaceWorker* w = new NamespaceWorker;  // lives as long as the process
+    return *w;
+  }
+
+  // Runs fn on the worker thread and waits for it. fn may setns(); the worker
+  // goes home afterwards. Returns "" or why the worker could not go home (it
+  // then ends, and the next Run() starts a fresh one).
+  std::string Run(const std::function<void()>& fn) {
+    std::lock_guard<std::mutex> serial(run_mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!thread_.joinable() || broken_) {
+      if (thread_.joinable()) {
+        lock.unlock();
+        thread_.join();
+        lock.lock();
+      }
+      broken_ = false;
+      thread_ = std::thread([this] { Loop(); });
+    }
+    job_ = &fn;
+    done_ = false;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return done_; });
+    return error_;
+  }
+
+ private:
+  void Loop() {
+    // The namespace this thread starts in is the process's (the sampler's).
+    int home = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return job_ != nullptr; });
+      const std::function<void()>* job = job_;
+      lock.unlock();
+      (*job)();
+      std::string err;
+      if (home < 0 || ::setns(home, CLONE_NEWNET) != 0) {
+        err = absl::StrCat("network namespace worker cannot return home: ", std::strerror(errno));
+      }
+      lock.lock();
+      job_ = nullptr;
+      error_ = err;
+      done_ = true;
+      if (!err.empty()) broken_ = true;
+      cv_.notify_all();
+      if (broken_) break;
+    }
+    if (home >= 0) ::close(home);
+  }
+
+  std::mutex run_mu_;  // one Run() at a time
+  std::mutex mu_;      // guards the fields below
+  std::condition_variable cv_;
+  const std::function<void()>* job_ = nullptr;
+  bool done_ = false, broken_ = false;
+  std::string error_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::vector<int> OpenInNamespaces(const std::vector<NetnsRef>& namespaces,
+                                  const std::function<int(std::string* err)>& open, std::string* first_error) {
+  std::vector<int> fds(namespaces.size(), -1);
+  auto open_here = [&](size_t i) {
+    std::string err;
+    fds[i] = open(&err);
+    if (fds[i] < 0 && first_error->empty()) *first_error = err;
+  };
+  // The caller's own namespace needs no setns(): open it right here. On a
+  // node without pods this is the only one, and no other thread is involved.
+  bool foreign = false;
+  for (size_t i = 0; i < namespaces.size(); ++i) {
+    if (namespaces[i].own) {
+      open_here(i);
+    } else {
+      foreign = true;
+    }
+  }
+  if (!foreign) return fds;
+  std::string worker_error = NamespaceWorker::Get().Run([&] {
+    for (size_t i = 0; i < namespaces.size(); ++i) {
+      const NetnsRef& ns = namespaces[i];
+      if (ns.own) continue;
+      int nsfd = ::open(ns.path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (nsfd < 0) {
+        if (first_error->empty()) *first_error = absl::StrCat("open ", ns.path, ": ", std::strerror(errno));
+        continue;
+      }
+      // A cached path may now name another namespace (its process moved):
+      // opening there would count that namespace twice, or this one never.
+      struct stat st;
+      if (ns.inode != 0 && (::fstat(nsfd, &st) != 0 || st.st_ino != ns.inode)) {
+        ::close(nsfd);
+        if (first_error->empty()) *first_error = absl::StrCat(ns.path, ": no longer namespace ", ns.inode);
+        continue;
+      }
+      int rc = ::setns(nsfd, CLONE_NEWNET);
+      int err = errno;
+      ::close(nsfd);
+      if (rc != 0) {
+        if (first_error->empty()) *first_error = absl::StrCat("setns ", ns.path, ": ", std::strerror(err));
+        continue;
+      }
+      open_here(i);
+    }
+  });
+  if (!worker_error.empty() && first_error->empty()) *first_error = worker_error;
+  return fds;
+}
+
+std::vector<int> OpenSocketsInNamespaces(const std::vector<NetnsRef>& namespaces, int domain, int type,
+                                         int protocol, std::string* first_error) {
+  return OpenInNamespaces(
+      namespaces,
+      [&](std::string* err) {
+        int fd = ::socket(domain, type | SOCK_CLOEXEC, protocol);
+        if (fd < 0) *err = absl::StrCat("socket: ", std::strerror(errno));
+        return fd;
+      },
+      first_error);
+}
+
+}  // namespace sockpressure

@@ -1,0 +1,75 @@
+// Network namespaces of the node, for the sock_diag census.
+//
+// inet_diag answers only for the network namespace of the netlink socket
+// (net/ipv4/inet_diag.c uses sock_net(skb->sk)), and pod sockets live in
+// their own namespaces. A netlink socket stays bound to the namespace it was
+// created in, so we create one per namespace from one long-lived worker
+// thread that setns()-es into each (and back); the sampler thread never
+// changes namespace and can dump through those sockets afterwards.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace sockpressure {
+
+struct NetnsRef {
+  uint64_t inode = 0;  // namespace id (st_ino of the nsfs file)
+  std::string path;    // a file that refers to it (/proc/PID/ns/net, /run/netns/NAME)
+  bool own = false;    // the namespace of the calling thread
+};
+
+// All distinct network namespaces: every /proc/PID/ns/net under `procfs`
+// plus the bind mounts under `run_netns_dirs` (ip netns, CNI), deduplicated
+// by inode. The caller's own namespace is first.
+std::vector<NetnsRef> ListNetworkNamespaces(const std::string& procfs,
+                                            const std::vector<std::string>& run_netns_dirs = {"/run/netns"});
+
+// The same list, kept between samples so that an idle node does not pay a
+// readlink() per process per second. Every call re-reads the cheap parts
+// (this thread's namespace, the /run/netns bind mounts, the /proc pid list)
+// and resolves only pids it has not seen; every `full_rescan` it resolves
+// every pid again. So a namespace is picked up within one call when a new
+// process (or a bind mount) holds it, and within `full_rescan` when an
+// existing process moved into it (unshare/setns without a new pid). A cached
+// path that names another namespace by then is caught by OpenInNamespaces()
+// (inode check) and skipped rather than counted twice. Not thread-safe: one
+// caller (the sampler thread).
+class NetnsScanner {
+ public:
+  static constexpr std::chrono::seconds kDefaultFullRescan{10};
+  explicit NetnsScanner(std::string procfs, std::vector<std::string> run_netns_dirs = {"/run/netns"},
+                        std::chrono::steady_clock::duration full_rescan = kDefaultFullRescan);
+  std::vector<NetnsRef> List();
+
+ private:
+  std::string procfs_;
+  std::vector<std::string> run_netns_dirs_;
+  std::chrono::steady_clock::duration full_rescan_;
+  std::chrono::steady_clock::time_point last_full_;
+  bool scanned_ = false;
+  std::unordered_map<uint64_t, uint64_t> by_pid_;  // pid -> netns inode (0 = unreadable)
+};
+
+// Calls open() once inside each namespace (in order): the caller's own
+// namespace on the calling thread, the others on a long-lived worker thread
+// that setns()-es there, and returns what it returned: an fd bound to
+// that namespace (a netlink socket, a BPF iterator), or -1 with *err set.
+// Entries are -1 also where the namespace vanished or setns() was refused.
+std::vector<int> OpenInNamespaces(const std::vector<NetnsRef>& namespaces,
+                                  const std::function<int(std::string* err)>& open, std::string* first_error);
+
+// Opens one socket(domain, type, protocol) inside each namespace (in order),
+// as OpenInNamespaces() does. Entries are -1 where the namespace vanished or
+// setns() was refused (needs CAP_SYS_ADMIN; opening another user's
+// /proc/PID/ns/net needs CAP_SYS_PTRACE). The caller owns the fds.
+std::vector<int> OpenSocketsInNamespaces(const std::vector<NetnsRef>& namespaces, int domain, int type,
+                                         int protocol, std::string* first_error);
+
+}  // namespace sockpressure

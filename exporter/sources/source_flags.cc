@@ -1,0 +1,117 @@
+#include "exporter/sources/source_flags.h"
+
+#include <algorithm>
+#include <initializer_list>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace sockpressure {
+namespace {
+
+// Splits a comma list of eBPF attach types; an error when one is not in
+// `allowed`.
+absl::Status ParseAttachList(const char* flag, const std::string& text,
+                             std::initializer_list<absl::string_view> allowed, std::vector<std::string>* out) {
+  *out = absl::StrSplit(text, ',', absl::SkipEmpty());
+  for (const std::string& a : *out) {
+    if (std::find(allowed.begin(), allowed.end(), a) == allowed.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": unknown attach type '", a, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterSourceFlags(FlagSet* flags, SourceFlags* f) {
+  flags->Add({
+      {"path.procfs", &f->paths.procfs, "procfs mountpoint."},
+      {"path.sysfs", &f->paths.sysfs, "sysfs mountpoint."},
+      {"path.cgroupfs", &f->paths.cgroupfs, "cgroupfs mountpoint (cgroup v2, or the v1 tmpfs)."},
+      {"sample.interval", &f->interval, "How often the sampler reads the signal sources (cgroupfs, bpf)."},
+      {"sample.context-interval", &f->context,
+       "How often the context collectors (kernel, swaps, netstat, sockstat, vmstat, bpf_census, sock_diag) run "
+       "while nothing moves on the node; every --sample.interval while reclaim, socket pressure, clamps or "
+       "prunes move or sockets are clamped. Their last reading is exported in between."},
+      {"cgroup.max", &f->cgroup_max,
+       "Maximum memory cgroups to track: those with reclaim activity or socket memory (and their ancestors) "
+       "first, then the shallowest; the rest are counted in sockpressure_cgroups_untracked."},
+      {"cgroup.full-pass-interval", &f->full_pass,
+       "How often every cgroup directory is listed again and every cgroup read whole, with the slow files "
+       "(limits, sizes, PSI); in between only the subtrees whose reclaim counters moved are read."},
+      {"cgroup.include", &f->cgroup_include,
+       "Regular expression (ECMAScript) on the cgroup path: export only the cgroups it matches whole; the "
+       "others fold into their nearest exported ancestor."},
+      {"cgroup.exclude", &f->cgroup_exclude,
+       "Regular expression (ECMAScript) on the cgroup path: do not export the cgroups it matches whole; "
+       "they fold into their nearest exported ancestor."},
+      {"cgroup.level", &f->cgroup_level,
+       "On Kubernetes: all, pod (pod cgroups, containers folded into them) or container (container "
+       "cgroups, not their pods); cgroups outside pods are always exported."},
+      {"signal.all-tiers", &f->all_tiers,
+       "Also export every live tier's per-cgroup verdicts side by side (sockpressure_tier_*{source})."},
+      {"bpf.vmpressure-attach", &f->bpf_vmpressure_attach,
+       "eBPF attach types to try for vmpressure(), best first (fentry, kprobe)."},
+      {"bpf.clamps-attach", &f->bpf_clamps_attach,
+       "eBPF attach types to try for window clamps, best first (fexit, kprobe, tp_btf, raw_tp)."},
+      {"bpf.drops-attach", &f->bpf_drops_attach,
+       "eBPF attach types to try for receive memory drops on skb:kfree_skb, best first (tp_btf, raw_tp)."},
+      {"bpf.prunes-attach", &f->bpf_prunes_attach,
+       "eBPF attach types to try for tcp_collapse/tcp_prune_ofo_queue, best first (fentry, kprobe)."},
+  });
+}
+
+void RegisterCollectorFlags(FlagSet* flags, SourceFlags* f) {
+  for (const SourceRegistration& r : RegisteredSources()) {
+    f->collectors[r.name] = r.enabled_by_default;
+    flags->Bool(absl::StrCat("collector.", r.name), &f->collectors[r.name],
+                absl::StrCat("Enable the ", r.name, " collector: ", r.help, "."));
+  }
+}
+
+absl::StatusOr<SourceContext> SourceContextFromFlags(const SourceFlags& f) {
+  if (f.interval < absl::Milliseconds(100) || f.cgroup_max < 1) {
+    return absl::InvalidArgumentError("--sample.interval must be >= 100ms and --cgroup.max >= 1");
+  }
+  SourceContext ctx;
+  ctx.paths = f.paths;
+  ctx.max_cgroups = static_cast<size_t>(f.cgroup_max);
+  ctx.interval_seconds = absl::ToDoubleSeconds(f.interval);
+  ctx.full_pass_seconds = absl::ToDoubleSeconds(f.full_pass);
+  ctx.context_seconds = absl::ToDoubleSeconds(f.context);
+  ctx.all_tiers = f.all_tiers;
+  ctx.collectors.clear();
+  for (const auto& [name, on] : f.collectors) {
+    if (on) ctx.collectors.insert(name);
+  }
+  absl::Status s = ParseAttachList("bpf.vmpressure-attach", f.bpf_vmpressure_attach, {"fentry", "kprobe"},
+                                   &ctx.bpf_vmpressure_attach);
+  if (s.ok()) {
+    s = ParseAttachList("bpf.clamps-attach", f.bpf_clamps_attach, {"fexit", "kprobe", "tp_btf", "raw_tp"},
+                        &ctx.bpf_clamps_attach);
+  }
+  if (s.ok()) {
+    s = ParseAttachList("bpf.drops-attach", f.bpf_drops_attach, {"tp_btf", "raw_tp"}, &ctx.bpf_drops_attach);
+  }
+  if (s.ok()) {
+    s = ParseAttachList("bpf.prunes-attach", f.bpf_prunes_attach, {"fentry", "kprobe"}, &ctx.bpf_prunes_attach);
+  }
+  if (!s.ok()) return s;
+  return ctx;
+}
+
+std::vector<std::unique_ptr<Source>> NewEnabledSources(const SourceContext& ctx, std::vector<std::string>* names) {
+  std::vector<std::unique_ptr<Source>> sources;
+  for (const SourceRegistration& r : RegisteredSources()) {
+    if (!ctx.collectors.count(r.name)) continue;
+    if (std::unique_ptr<Source> s = r.factory(ctx)) {
+      names->push_back(r.name);
+      sources.push_back(std::move(s));
+    }
+  }
+  return sources;
+}
+
+}  // namespace sockpressure

@@ -1,0 +1,209 @@
+// The context collectors' cadence (sampler/cadence.h): on an idle node they
+// run every context_every cycles and their last reading is held in between;
+// any activity runs them in the same cycle, and every cycle while it lasts.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "exporter/sampler/cadence.h"
+#include "exporter/sampler/sampler.h"
+#include "exporter/sources/source.h"
+
+namespace sockpressure {
+namespace {
+
+constexpr uint64_t kCgroupId = 2;
+
+// What the fake kernel shows; the test moves it between cycles.
+struct World {
+  uint64_t pgscan = 100;     // memory.stat of the child cgroup
+  uint64_t clamps = 0;       // the clamp tier's counter
+  bool pressure = false;     // socket pressure asserted now
+  uint64_t clamped = 0;      // sockets the census finds clamped
+  uint64_t tcp_ext = 0;      // a TcpExt counter, moves on its own
+  int context_runs = 0, census_runs = 0, signal_runs = 0;
+};
+
+std::vector<std::unique_ptr<Source>> Sources(World* w) {
+  std::vector<std::unique_ptr<Source>> s;
+  // Registration order as in registry.cc: context collectors between the signal ones.
+  s.push_back(MakeFunctionSource("cgroupfs", [w](Sample& s) {
+    ++w->signal_runs;
+    for (uint64_t id : {1, 2}) {
+      CgroupReading c;
+      c.path = id == 1 ? "/" : "/a";
+      c.id = id;
+      c.parent = id == 1 ? -1 : 0;
+      c.pgscan = w->pgscan;
+      c.pgsteal = w->pgscan;
+      s.id_index[id] = static_cast<int>(s.cgroups.size());
+      s.cgroups.push_back(c);
+    }
+    s.cgroups_complete = true;
+    s.MarkLive(Signal::kReclaim, Tier::kMemoryStat);
+    return absl::OkStatus();
+  }));
+  s.push_back(MakeFunctionSource("netstat", [w](Sample& s) {
+    ++w->context_runs;
+    s.node.tcp_ext["TCPMemoryPressures"] = w->tcp_ext;
+    return absl::OkStatus();
+  }));
+  s.push_back(MakeFunctionSource("bpf", [w](Sample& s) {
+    s.clamps[Tier::kTpBtf][kCgroupId].clamps = w->clamps;
+    s.pressure[Tier::kIter][kCgroupId].active = w->pressure;
+    s.MarkLive(Signal::kWindowClamps, Tier::kTpBtf);
+    s.MarkLive(Signal::kSocketPressure, Tier::kIter);
+    return absl::OkStatus();
+  }));
+  s.push_back(MakeFunctionSource("bpf_census", [w](Sample& s) {
+    ++w->census_runs;
+    s.probes.push_back({"tcp_census", "iter", true});
+    s.census[Tier::kIter][kCgroupId] = SocketCensus{10, w->clamped};
+    s.MarkLive(Signal::kClampedSockets, Tier::kIter);
+    s.events_lost += 3;
+    return absl::OkStatus();
+  }));
+  return s;
+}
+
+const CgroupView& Child(const Snapshot& s) {
+  for (const CgroupView& c : s.cgroups) {
+    if (c.id == kCgroupId) return c;
+  }
+  ADD_FAILURE() << "no child cgroup";
+  return s.cgroups.front();
+}
+
+TEST(CadenceTest, TheTableNamesTheContextCollectors) {
+  for (const char* c : {"kernel", "swaps", "netstat", "sockstat", "vmstat", "bpf_census", "sock_diag"}) {
+    EXPECT_EQ(CadenceOf(c), CollectorCadence::kContext) << c;
+  }
+  for (const char* c : {"cgroupfs", "bpf", "anything"}) EXPECT_EQ(CadenceOf(c), CollectorCadence::kEveryCycle) << c;
+}
+
+TEST(CadenceTest, IdleNodeRunsContextCollectorsEveryContextInterval) {
+  World w;
+  Sampler sampler(Sources(&w), std::make_unique<StateTracker>(), 1.0, 10);
+  std::shared_ptr<const Snapshot> first = sampler.SampleOnce();  // the first cycle reads everything
+  EXPECT_EQ(w.context_runs, 1);
+  w.tcp_ext = 5;  // a node counter moves, but no verdict signal does
+  std::shared_ptr<const Snapshot> s;
+  for (int i = 2; i <= 10; ++i) {
+    s = sampler.SampleOnce();
+    EXPECT_EQ(w.context_runs, 1) << "cycle " << i;
+    // The held reading, whole: node counters, census, live tier, probe, lost events.
+    EXPECT_EQ(s->node.tcp_ext.at("TCPMemoryPressures"), 0u);
+    EXPECT_EQ(Child(*s).best.census->sockets, 10u);
+    EXPECT_EQ(s->signal_tier[static_cast<int>(Signal::kClampedSockets)], Tier::kIter);
+    ASSERT_EQ(s->probes.size(), 1u);
+    EXPECT_EQ(s->events_lost, 3u);
+  }
+  EXPECT_EQ(w.signal_runs, 10);
+  // Results stay in registration order; the held ones carry their run's time.
+  ASSERT_EQ(s->collectors.size(), 4u);
+  EXPECT_EQ(s->collectors[1].name, "netstat");
+  EXPECT_EQ(s->collectors[3].name, "bpf_census");
+  EXPECT_EQ(s->collectors[1].ran_unix_millis, first->unix_millis);
+  EXPECT_EQ(s->collectors[0].ran_unix_millis, s->unix_millis);
+  s = sampler.SampleOnce();  // cycle 11: ten cycles after the last run
+  EXPECT_EQ(w.context_runs, 2);
+  EXPECT_EQ(s->node.tcp_ext.at("TCPMemoryPressures"), 5u);
+  EXPECT_EQ(s->collectors[1].ran_unix_millis, s->unix_millis);
+}
+
+TEST(CadenceTest, FirstCycleOfActivityReadsTheCensus) {
+  World w;
+  Sampler sampler(Sources(&w), std::make_unique<StateTracker>(), 1.0, 10);
+  sampler.SampleOnce();
+  sampler.SampleOnce();
+  ASSERT_EQ(w.census_runs, 1);
+  // Reclaim starts and sockets get clamped in the same interval: this very
+  // cycle counts them.
+  w.pgscan += 64;
+  w.clamped = 2;
+  std::shared_ptr<const Snapshot> s = sampler.SampleOnce();
+  EXPECT_EQ(w.census_runs, 2);
+  EXPECT_EQ(Child(*s).best.census->clamped, 2u);
+  // The reclaim stops, the sockets stay clamped: the census runs every
+  // cycle until it finds none, so the gauge falls back to 0 at once.
+  s = sampler.SampleOnce();
+  EXPECT_EQ(w.census_runs, 3);
+  w.clamped = 0;
+  s = sampler.SampleOnce();
+  EXPECT_EQ(w.census_runs, 4);
+  EXPECT_EQ(Child(*s).best.census->clamped, 0u);
+  sampler.SampleOnce();  // idle again: held
+  EXPECT_EQ(w.census_runs, 4);
+}
+
+TEST(CadenceTest, EveryKindOfActivityRunsTheContextCollectors) {
+  World w;
+  Sampler sampler(Sources(&w), std::make_unique<StateTracker>(), 1.0, 10);
+  sampler.SampleOnce();
+  sampler.SampleOnce();
+  ASSERT_EQ(w.context_runs, 1);
+  w.clamps = 1;  // a window clamp counted in a BPF map
+  sampler.SampleOnce();
+  EXPECT_EQ(w.context_runs, 2);
+  sampler.SampleOnce();
+  EXPECT_EQ(w.context_runs, 2);
+  w.pressure = true;  // under socket pressure: every cycle while it lasts
+  sampler.SampleOnce();
+  sampler.SampleOnce();
+  EXPECT_EQ(w.context_runs, 4);
+  w.pressure = false;
+  sampler.SampleOnce();
+  EXPECT_EQ(w.context_runs, 4);
+}
+
+TEST(CadenceTest, HeldCountersStayMonotone) {
+  World w;
+  Sampler sampler(Sources(&w), std::make_unique<StateTracker>(), 1.0, 3);
+  uint64_t last = 0;
+  for (int i = 0; i < 20; ++i) {
+    w.tcp_ext += 7;
+    if (i % 5 == 0) w.pgscan += 1;  // now and then active
+    std::shared_ptr<const Snapshot> s = sampler.SampleOnce();
+    uint64_t v = s->node.tcp_ext.at("TCPMemoryPressures");
+    EXPECT_GE(v, last) << "cycle " << i;
+    EXPECT_LE(v, w.tcp_ext);
+    last = v;
+  }
+  // Idle at three cycles a run, plus the active cycles.
+  EXPECT_LT(w.context_runs, 20);
+  EXPECT_GE(w.context_runs, 20 / 3);
+}
+
+TEST(CadenceTest, ContextEveryOneRunsEveryCollectorEveryCycle) {
+  World w;
+  Sampler sampler(Sources(&w), std::make_unique<StateTracker>(), 1.0);
+  for (int i = 0; i < 5; ++i) sampler.SampleOnce();
+  EXPECT_EQ(w.context_runs, 5);
+  EXPECT_EQ(w.census_runs, 5);
+}
+
+TEST(CadenceTest, GateAloneIdleSlowActiveEveryCycle) {
+  ContextGate gate(4);
+  Sample idle;
+  EXPECT_TRUE(gate.Due(idle));  // first
+  EXPECT_FALSE(gate.Due(idle));
+  EXPECT_FALSE(gate.Due(idle));
+  EXPECT_FALSE(gate.Due(idle));
+  EXPECT_TRUE(gate.Due(idle));  // four cycles after the last run
+  EXPECT_FALSE(gate.active());
+  Sample moved;
+  moved.reclaim[Tier::kFentry][kCgroupId].scanned = 32;
+  EXPECT_TRUE(gate.Due(moved));
+  EXPECT_TRUE(gate.active());
+  EXPECT_FALSE(gate.Due(moved));  // the same counters again: idle
+  Sample global;
+  global.node.tcp_mem_pages = 200;
+  global.node.tcp_mem_limits = std::vector<uint64_t>{10, 100, 1000};
+  gate.Saw(global);  // above tcp_mem[1]: sockstat every cycle
+  EXPECT_TRUE(gate.Due(moved));
+  gate.Saw(Sample{});
+  EXPECT_FALSE(gate.Due(moved));
+}
+
+}  // namespace
+}  // namespace sockpressure
