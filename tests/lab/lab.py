@@ -965,9 +965,22 @@ def assess_prunes(ck, run, r, A, B):
                 ofo, col = tot.get("ofo_prunes_total") or 0, tot.get("prune_collapses_total") or 0
                 # One tcp_prune_ofo_queue() call on a non-empty queue = one OfoPruned; a receive-queue
                 # collapse happens at most once per tcp_prune_queue() call (PruneCalled).
-                ck.check(run, f"tier {label} [{name}]: all cgroups' out-of-order prunes = TcpExt OfoPruned, "
-                              "collapses <= PruneCalled", ofo == d["OfoPruned"] and col <= d["PruneCalled"],
-                         f"{fmt(ofo)} vs {d['OfoPruned']}, {fmt(col)} vs {d['PruneCalled']}")
+                if source == "kprobe":
+                    # A kprobe program is skipped while any kprobe program or BPF map syscall is active
+                    # on that CPU (trace_call_bpf(): bpf_prog_active), e.g. a prune in a softirq that
+                    # interrupts an agent reading its maps: never more than the kernel, and short only
+                    # by what such nesting explains (measured: 1 of 57).
+                    short = d["OfoPruned"] - ofo
+                    allowed = max(1, math.ceil(0.05 * d["OfoPruned"]))
+                    ck.check(run, f"tier {label} [{name}]: all cgroups' out-of-order prunes <= TcpExt OfoPruned, "
+                                  "short by at most 5 % (nesting; at least 1), collapses <= PruneCalled",
+                             0 <= short <= allowed and col <= d["PruneCalled"],
+                             f"{fmt(ofo)} vs {d['OfoPruned']} (short {short:.0f}, allowed {allowed}), "
+                             f"{fmt(col)} vs {d['PruneCalled']}")
+                else:
+                    ck.check(run, f"tier {label} [{name}]: all cgroups' out-of-order prunes = TcpExt OfoPruned, "
+                                  "collapses <= PruneCalled", ofo == d["OfoPruned"] and col <= d["PruneCalled"],
+                             f"{fmt(ofo)} vs {d['OfoPruned']}, {fmt(col)} vs {d['PruneCalled']}")
             else:
                 segs, drops = tot.get("ofo_pruned_segments_total") or 0, tot.get("rcv_mem_drops_total") or 0
                 kdrops = d["TCPRcvQDrop"] + d["TCPOFODrop"]
