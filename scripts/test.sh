@@ -23,7 +23,7 @@ if ! ctest --test-dir build --output-on-failure --timeout 1800 "$@"; then
   # CI shows the start and the end of this log: repeat what failed at the end.
   echo "== failed tests"; cat build/Testing/Temporary/LastTestsFailed.log 2>/dev/null || true
   lab=build/tests/lab/lab-results/failed-checks.txt
-  if [ -s "$lab" ]; then echo "== failed lab checks"; head -40 "$lab"; fi
+  if [ -s "$lab" ]; then echo "== failed lab checks"; head -80 "$lab"; fi
   exit 1
 fi
 if [ "$#" -eq 0 ]; then

@@ -213,6 +213,45 @@ class PruneAssessTest(unittest.TestCase):
         self.assertIn("tier fentry (prunes: tcp_collapse, tcp_prune_ofo_queue) [default]: verdict for A", f)
 
 
+class EarlyDeathTest(unittest.TestCase):
+    """A boot whose QEMU exits before the measurement began is booted again once, unless our BPF code
+    crashed the guest kernel."""
+
+    class FakeGuest:
+        def __init__(self, alive, events):
+            self._alive, self._events = alive, events
+
+        def alive(self):
+            return self._alive
+
+        def first(self, kind):
+            return (0.0, kind, {}, "") if kind in self._events else None
+
+    def test_exit_during_boot_is_retried(self):
+        tail = ["LAB boot cond=swap kernel=6.1.0-57-amd64 uptime=19.8", "insmod failed: crc32c-intel.ko"]
+        self.assertTrue(lab.early_death(self.FakeGuest(False, {"boot"}), tail))
+
+    def test_exit_after_the_measurement_began_is_a_failure(self):
+        self.assertFalse(lab.early_death(self.FakeGuest(False, {"boot", "warmup_start"}), ["LAB warmup_start"]))
+
+    def test_timeout_is_a_failure(self):
+        self.assertFalse(lab.early_death(self.FakeGuest(True, {"boot"}), []))
+
+    def test_kernel_crash_in_bpf_is_a_failure(self):
+        tail = ["BUG: unable to handle page fault for address: 0000000000000010", "Call Trace:",
+                " bpf_prog_6deef7357e7b4530_clamp_kprobe+0x2e/0x1000", "Kernel panic - not syncing: Fatal exception"]
+        self.assertFalse(lab.early_death(self.FakeGuest(False, {"boot", "agent_started"}), tail))
+
+    def test_console_tail_drops_timestamps_and_the_command_line(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+            f.write("# qemu-system-x86_64 -kernel vmlinuz\n  19.812 LAB boot cond=swap\n  21.004 Kernel panic - x\n")
+        try:
+            self.assertEqual(lab.console_tail(f.name), ["LAB boot cond=swap", "Kernel panic - x"])
+        finally:
+            os.unlink(f.name)
+
+
 class ChurnAssessTest(unittest.TestCase):
     def churn(self, **over):
         c = {"created": 8000, "rounds": 80, "seconds": 120.0, "dying": "40", "rss_before_kib": 9000,

@@ -420,7 +420,12 @@ def run_condition(args, guest_files, boot, rundir):
                         mark("alert_" + labels.get("cgroup", "?"), True, t)
             time.sleep(0.5)
         if not guest.first("done"):
-            res["errors"].append("guest did not finish (timeout or crash); see console log")
+            tail = console_tail(guest.log_path)
+            res["console_tail"] = tail
+            res["early_death"] = early_death(guest, tail)
+            last = tail[-1] if tail else "(console empty)"
+            res["errors"].append(f"guest did not finish ({'QEMU exited' if not guest.alive() else 'timeout'} "
+                                 f"after {time.time() - guest.started:.0f} s); last console line: {last}")
         if args.agent and guest.first("done"):
             # Let the last scrapes and rule evaluations land; in the throttled condition also wait
             # (bounded) for the alert to make it through Alertmanager.
@@ -483,6 +488,31 @@ def run_condition(args, guest_files, boot, rundir):
     res["agent_missing"] = bool(guest.first("agent_missing"))
     res["wall_s"] = time.time() - guest.started
     return res
+
+
+# A guest kernel that crashed in our code shows one of these with a BPF frame in the trace.
+KERNEL_CRASH = re.compile(r"Kernel panic|BUG:|Oops|general protection fault|Call Trace|RIP:")
+
+
+def console_tail(path, n=25):
+    """The last n console lines (without the host timestamp) of a boot, for the failure report."""
+    try:
+        with open(path, errors="replace") as f:
+            lines = [ln.rstrip("\n").split(None, 1)[-1] if ln[:1] != "#" else "" for ln in f]
+    except OSError:
+        return []
+    return [ln for ln in lines if ln.strip()][-n:]
+
+
+def early_death(guest, tail):
+    """True when QEMU exited before the guest began the measurement (no warmup_start) and the console
+    shows no kernel crash involving BPF: a boot lost to the emulator, not a result. Such a boot is
+    booted again once (main()); a crash with a BPF frame, or any death after the measurement began,
+    is a failure."""
+    if guest.alive() or guest.first("warmup_start"):
+        return False
+    text = "\n".join(tail)
+    return not (KERNEL_CRASH.search(text) and "bpf" in text.lower())
 
 
 def collect_churn(res, args, guest, stack, agent_host_port):
@@ -1044,6 +1074,10 @@ def report(args, results, ck, total_s):
             f"{fmt(r.get('A_events'))} | {fmt(r.get('A_pressure_s'))} | {fmt(r.get('A_clamps'))} | "
             f"{fmt(r.get('A_clamped_sockets_max'))} | {fmt(r.get('socket_accounting'))} | "
             f"{', '.join(hooks) or 'none'} |")
+    retried = [(run, r["retried"]) for run, r in results.items() if r.get("retried")]
+    if retried:
+        add("\nBooted again after QEMU exited before the measurement began (the lost boot's console log is "
+            "kept as `<boot>.lost.console.log`): " + "; ".join(f"{run} ({x['error']})" for run, x in retried) + "\n")
     if args.agent:
         add("\n### Per-tier verdict for cgroup A (each tier on its own)\n")
         add("Cell: the verdict, ✓ right / ✗ WRONG, and [the agents that had the tier live; fb: = in the "
@@ -1379,6 +1413,20 @@ def main():
                             **{k: b[k] for k in ("run", "condition", "kernel", "mglru", "variant", "group",
                                                  "expect")}}
         r = results[run]
+        if r.get("early_death"):
+            # Recorded in the report (boots retried) with the lost boot's last console lines.
+            lost = os.path.join(rundir, f"{run}.console.log")
+            if os.path.exists(lost):
+                os.replace(lost, os.path.join(rundir, f"{run}.lost.console.log"))
+            log(f"{run}: QEMU exited before the measurement began; booting once more. Last console lines:")
+            for ln in r.get("console_tail", [])[-10:]:
+                log(f"{run}:   | {ln}")
+            try:
+                retry = run_condition(args, guest_files[b["kernel"]], b, rundir)
+            except Exception as e:  # noqa: BLE001 - as above
+                retry = {**r, "errors": r["errors"] + [f"retry: {type(e).__name__}: {e}"]}
+            retry["retried"] = {"error": r["errors"][-1], "console_tail": r.get("console_tail", [])}
+            results[run] = r = retry
         log(f"{run}: receiver {fmt(r.get('recv_kBps'), 0)} kB/s, guest clamped={r.get('guest_clamped')}, "
             f"A pgscan/pgsteal {r.get('guest_A_pgscan')}/{r.get('guest_A_pgsteal')}, "
             f"wall {fmt(r.get('wall_s'), 0)} s")
@@ -1391,6 +1439,11 @@ def main():
         json.dump(results, f, indent=1, default=str, skipkeys=True)
     # The failed checks on their own, for a caller that shows only the end of a long log (CI).
     with open(os.path.join(rundir, "failed-checks.txt"), "w") as f:
+        # First the last console lines of a boot that did not finish: the checks after it then fail
+        # only for want of its data.
+        for run, r in results.items():
+            if r.get("console_tail"):
+                f.write(f"{run}: last console lines\n" + "".join(f"  | {ln}\n" for ln in r["console_tail"]))
         f.writelines(f"{c}: {n} {d}\n" for c, n, _, d in ck.failed())
     if ck.failed():
         log(f"FAILED ({len(ck.failed())} checks); logs in {os.path.relpath(rundir, REPO)}")
