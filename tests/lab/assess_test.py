@@ -234,6 +234,9 @@ class EarlyDeathTest(unittest.TestCase):
     def test_exit_after_the_measurement_began_is_a_failure(self):
         self.assertFalse(lab.early_death(self.FakeGuest(False, {"boot", "warmup_start"}), ["LAB warmup_start"]))
 
+    def test_guest_setup_error_is_a_failure(self):
+        self.assertFalse(lab.early_death(self.FakeGuest(False, {"boot", "fatal"}), ["LAB fatal zram swap"]))
+
     def test_timeout_is_a_failure(self):
         self.assertFalse(lab.early_death(self.FakeGuest(True, {"boot"}), []))
 

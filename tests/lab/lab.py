@@ -509,8 +509,8 @@ def early_death(guest, tail):
     shows no kernel crash involving BPF: a boot lost to the emulator, not a result. Such a boot is
     booted again once (main()); a crash with a BPF frame, or any death after the measurement began,
     is a failure."""
-    if guest.alive() or guest.first("warmup_start"):
-        return False
+    if guest.alive() or guest.first("warmup_start") or guest.first("fatal"):
+        return False  # still running (timeout), measured something, or the guest said what failed
     text = "\n".join(tail)
     return not (KERNEL_CRASH.search(text) and "bpf" in text.lower())
 
