@@ -267,6 +267,15 @@ void WriteAgent(const Snapshot& s, const BuildInfo& build, MetricWriter& out) {
     out.Value(none, {}, static_cast<double>(s.events_lost));
   }
   if (!s.program_stats.empty()) {
+    out.Family("sockpressure_bpf_program_missed_runs_total",
+               "Runs of each eBPF program the kernel skipped because a BPF program was already running on that "
+               "CPU; their events are in no counter (kprobes count it from kernel 6.7).",
+               MetricKind::kCounter);
+    for (const ProgramStats& p : s.program_stats) {
+      out.Value(none, {{"program", p.program}}, static_cast<double>(p.missed_runs));
+    }
+  }
+  if (!s.program_stats.empty() && s.program_stats.front().timed) {
     out.Family("sockpressure_bpf_program_runs_total", "Runs of each eBPF program (kernel.bpf_stats_enabled=1).",
                MetricKind::kCounter);
     for (const ProgramStats& p : s.program_stats) {

@@ -118,11 +118,17 @@ struct ProbeStatus {
   bool attached = false;
 };
 
-// In-kernel cost of one BPF program (kernel.bpf_stats_enabled).
+// One BPF program's runs as the kernel counts them (bpf_prog_info).
 struct ProgramStats {
   std::string program;
-  uint64_t run_count = 0;
-  uint64_t run_time_ns = 0;
+  uint64_t run_count = 0;    // only with kernel.bpf_stats_enabled (`timed`)
+  uint64_t run_time_ns = 0;  // likewise
+  // Runs the kernel skipped because a BPF program was already running on
+  // that CPU (recursion_misses, 5.12+): always counted for fentry, tp_btf
+  // and raw_tp; for kprobes from 6.7 only (docs/kernel.md, "A kprobe can
+  // miss a prune"). Events in a skipped run are not in any counter.
+  uint64_t missed_runs = 0;
+  bool timed = false;  // kernel.bpf_stats_enabled=1 when read
 };
 
 template <typename T>

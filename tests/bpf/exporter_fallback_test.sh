@@ -62,6 +62,12 @@ if grep -q 'probe="window_clamps",attach="kprobe"} 0' "$TMP/m"; then
   grep -q 'eBPF tier skipped: window_clamps/kprobe' "$TMP/log" || fail "kprobe refusal not logged"
 fi
 grep -q 'kept capabilities' "$TMP/log" || fail "capability drop not logged"
+# Every attached program reports the runs the kernel skipped (recursion), with
+# or without kernel.bpf_stats_enabled; run counts and times only with it.
+has '^sockpressure_bpf_program_missed_runs_total{program="[a-z_0-9]*"} [0-9]'
+if [ "$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null)" = 0 ]; then
+  grep -q '^sockpressure_bpf_program_runs_total' "$TMP/m" && fail "run counts exported with bpf_stats_enabled=0"
+fi
 sleep 1.5
 curl -sf "http://127.0.0.1:$P/metrics" >"$TMP/m" || fail "second scrape failed"
 kill -0 "$PID" || fail "exporter died"

@@ -48,6 +48,7 @@ NOT_IN_SIM = {
     "sockpressure_memcg_kmem_tcp_failcnt_total": "cgroup v1 only",
     "sockpressure_probe_attached": "no probe is tried with --no-collector.bpf",
     "sockpressure_bpf_program_runs_total": "eBPF only, with kernel.bpf_stats_enabled=1",
+    "sockpressure_bpf_program_missed_runs_total": "eBPF only",
     "sockpressure_bpf_program_run_seconds_total": "eBPF only, with kernel.bpf_stats_enabled=1",
     "sockpressure_bpf_events_lost_total": "eBPF only",
     "sockpressure_cgroups_overflow_total": "only after --cgroup.max dropped cgroups",

@@ -112,9 +112,11 @@ class Skeleton {
     for (const auto& [name, prog] : programs_) out.emplace_back(name, bpf_program__fd(prog));
     return out;
   }
-  // run_time_ns/run_cnt of each program (needs kernel.bpf_stats_enabled).
-  void AddProgramStats(Sample& sample) const {
-    for (const auto& [name, prog] : programs_) sockpressure::AddProgramStats(sample, name, bpf_program__fd(prog));
+  // Skipped runs of each program; run_time_ns/run_cnt with `timed`.
+  void AddProgramStats(Sample& sample, bool timed) const {
+    for (const auto& [name, prog] : programs_) {
+      sockpressure::AddProgramStats(sample, name, bpf_program__fd(prog), timed);
+    }
   }
   bpf_link* link(size_t i) const { return links_.at(i); }
 
@@ -145,11 +147,12 @@ class ProgramLoader {
 
  protected:
   explicit ProgramLoader(typename Skeleton<Skel>::Ops ops) : skel_(ops) {}
-  // After a Collect: run stats if wanted; returns the events lost so far.
+  // After a Collect: the program stats (run counts and times only with
+  // kernel.bpf_stats_enabled); returns the events lost so far.
   uint64_t Finish(Sample& sample, bool program_stats) { return Finish(sample, program_stats, Stats()); }
   // The same with the stats already read in this sample.
   uint64_t Finish(Sample& sample, bool program_stats, const std::vector<uint64_t>& stats) {
-    if (program_stats) skel_.AddProgramStats(sample);
+    skel_.AddProgramStats(sample, program_stats);
     return stats[SP_STAT_LOST];
   }
 

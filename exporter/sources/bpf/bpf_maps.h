@@ -122,15 +122,15 @@ class GuardedHashMap {
   std::vector<std::pair<K, V>> entries_;
 };
 
-// Run count and time of one program (kernel.bpf_stats_enabled=1 only).
-inline void AddProgramStats(Sample& sample, const std::string& name, int prog_fd) {
+// Skipped runs of one program, and its run count and time when `timed`
+// (kernel.bpf_stats_enabled=1; the kernel counts neither otherwise).
+inline void AddProgramStats(Sample& sample, const std::string& name, int prog_fd, bool timed) {
   struct bpf_prog_info info = {};
   uint32_t len = sizeof info;
   if (prog_fd < 0 || bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0) return;
-  sample.program_stats.push_back({name, info.run_cnt, info.run_time_ns});
-}
-inline void AddProgramStats(Sample& sample, const std::string& name, bpf_program* prog) {
-  if (prog) AddProgramStats(sample, name, bpf_program__fd(prog));
+  // A kernel older than 5.12 leaves recursion_misses out of what it copies
+  // (len comes back shorter) and it stays 0.
+  sample.program_stats.push_back({name, info.run_cnt, info.run_time_ns, info.recursion_misses, timed});
 }
 
 }  // namespace sockpressure

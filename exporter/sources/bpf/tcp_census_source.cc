@@ -150,7 +150,7 @@ class BpfCensusSource final : public Source {
     sample.MarkLive(Signal::kClampedSockets, Tier::kIter);
     sample.events_lost += census_->Lost();
 #ifdef SOCKPRESSURE_WITH_BPF
-    if (BpfStatsEnabled(paths_.procfs)) AddProgramStats(sample, "tcp_census", census_->ProgramFd());
+    AddProgramStats(sample, "tcp_census", census_->ProgramFd(), BpfStatsEnabled(paths_.procfs));
 #endif
     return absl::OkStatus();
   }
