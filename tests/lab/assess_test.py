@@ -245,6 +245,17 @@ class EarlyDeathTest(unittest.TestCase):
                 " bpf_prog_6deef7357e7b4530_clamp_kprobe+0x2e/0x1000", "Kernel panic - not syncing: Fatal exception"]
         self.assertFalse(lab.early_death(self.FakeGuest(False, {"boot", "agent_started"}), tail))
 
+    def test_lost_boot_is_set_aside_whole(self):
+        # A retried boot must start with an empty Prometheus: the lost boot's TSDB held up=0 for its
+        # agents under the same lab_agent labels, and the retry then failed "Prometheus scraped the agent".
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            os.mkdir(os.path.join(d, "swap.stack"))
+            open(os.path.join(d, "swap.stack", "prom.yml"), "w").close()
+            open(os.path.join(d, "swap.console.log"), "w").close()
+            lab.set_aside_lost_boot(d, "swap")
+            self.assertEqual(sorted(os.listdir(d)), ["swap.lost.console.log", "swap.lost.stack"])
+
     def test_console_tail_drops_timestamps_and_the_command_line(self):
         import tempfile
         with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
