@@ -515,6 +515,16 @@ def early_death(guest, tail):
     return not (KERNEL_CRASH.search(text) and "bpf" in text.lower())
 
 
+def set_aside_lost_boot(rundir, run):
+    """Keep a lost boot's console log and Prometheus/Alertmanager directory under .lost. names, so the
+    retry starts with empty stores (a reopened TSDB would keep the lost agents' up=0 samples)."""
+    for name, lost in ((f"{run}.console.log", f"{run}.lost.console.log"), (f"{run}.stack", f"{run}.lost.stack")):
+        src, dst = os.path.join(rundir, name), os.path.join(rundir, lost)
+        if os.path.exists(src):
+            shutil.rmtree(dst, ignore_errors=True)
+            os.replace(src, dst)
+
+
 def collect_churn(res, args, guest, stack, agent_host_port):
     """The churn soak: wait (bounded) until the guest has removed its last churned cgroup and let the
     agent run 15 s more, then look for anything left of the removed cgroups in the agent's output."""
@@ -1415,9 +1425,7 @@ def main():
         r = results[run]
         if r.get("early_death"):
             # Recorded in the report (boots retried) with the lost boot's last console lines.
-            lost = os.path.join(rundir, f"{run}.console.log")
-            if os.path.exists(lost):
-                os.replace(lost, os.path.join(rundir, f"{run}.lost.console.log"))
+            set_aside_lost_boot(rundir, run)
             log(f"{run}: QEMU exited before the measurement began; booting once more. Last console lines:")
             for ln in r.get("console_tail", [])[-10:]:
                 log(f"{run}:   | {ln}")
