@@ -70,16 +70,9 @@ static __always_inline void count(struct sock *sk, enum sp_prune_field f)
 		return;
 	}
 	id = memcg_cgroup_id(memcg);
-	v = bpf_map_lookup_elem(&prunes, &id);
-	if (!v) {
-		/* BPF_NOEXIST: another CPU may insert it first; look up again. */
-		bpf_map_update_elem(&prunes, &id, &zero, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&prunes, &id);
-		if (!v) {
-			stat_inc(SP_STAT_LOST); /* map full */
-			return;
-		}
-	}
+	v = lookup_or_init(&prunes, &id, &zero);
+	if (!v)
+		return;
 	switch (f) {
 	case F_RCV_MEM_DROPS: __sync_fetch_and_add(&v->rcv_mem_drops, 1); break;
 	case F_OFO_PRUNED_SEGS: __sync_fetch_and_add(&v->ofo_pruned_segs, 1); break;
