@@ -70,16 +70,9 @@ static __always_inline void count(struct sock *sk, enum sp_prune_field f)
 		return;
 	}
 	id = memcg_cgroup_id(memcg);
-	v = bpf_map_lookup_elem(&prunes, &id);
-	if (!v) {
-		/* BPF_NOEXIST: another CPU may insert it first; look up again. */
-		bpf_map_update_elem(&prunes, &id, &zero, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&prunes, &id);
-		if (!v) {
-			stat_inc(SP_STAT_LOST); /* map full */
-			return;
-		}
-	}
+	v = lookup_or_init(&prunes, &id, &zero);
+	if (!v)
+		return;
 	switch (f) {
 	case F_RCV_MEM_DROPS: __sync_fetch_and_add(&v->rcv_mem_drops, 1); break;
 	case F_OFO_PRUNED_SEGS: __sync_fetch_and_add(&v->ofo_pruned_segs, 1); break;
@@ -130,32 +123,24 @@ static __always_inline int handle_drop(struct sk_buff *skb, u32 reason, struct s
 	return 0;
 }
 
-/* kfree_skb(skb, location, reason, rx_sk): 6.11+ (include/trace/events/skb.h). */
-SEC("?tp_btf/kfree_skb")
-int BPF_PROG(drop_tp_btf_rx, struct sk_buff *skb, void *location, u32 reason, struct sock *rx_sk)
-{
-	return handle_drop(skb, reason, rx_sk);
-}
+/* Two programs per attach type, drop_<type>_rx and drop_<type>:
+ *   kfree_skb(skb, location, reason, rx_sk): 6.11+ (include/trace/events/skb.h);
+ *   kfree_skb(skb, location, reason): up to 6.10. A program reading a fifth
+ *   argument is refused there, hence two programs. */
+#define DROP_PROGS(type)                                                                                \
+	SEC("?" #type "/kfree_skb")                                                                     \
+	int BPF_PROG(drop_##type##_rx, struct sk_buff *skb, void *location, u32 reason, struct sock *rx_sk) \
+	{                                                                                               \
+		return handle_drop(skb, reason, rx_sk);                                                 \
+	}                                                                                               \
+	SEC("?" #type "/kfree_skb")                                                                     \
+	int BPF_PROG(drop_##type, struct sk_buff *skb, void *location, u32 reason)                      \
+	{                                                                                               \
+		return handle_drop(skb, reason, NULL);                                                  \
+	}
 
-/* kfree_skb(skb, location, reason): up to 6.10. A program reading a fifth
- * argument is refused there, hence two programs. */
-SEC("?tp_btf/kfree_skb")
-int BPF_PROG(drop_tp_btf, struct sk_buff *skb, void *location, u32 reason)
-{
-	return handle_drop(skb, reason, NULL);
-}
-
-SEC("?raw_tp/kfree_skb")
-int BPF_PROG(drop_raw_tp_rx, struct sk_buff *skb, void *location, u32 reason, struct sock *rx_sk)
-{
-	return handle_drop(skb, reason, rx_sk);
-}
-
-SEC("?raw_tp/kfree_skb")
-int BPF_PROG(drop_raw_tp, struct sk_buff *skb, void *location, u32 reason)
-{
-	return handle_drop(skb, reason, NULL);
-}
+DROP_PROGS(tp_btf)
+DROP_PROGS(raw_tp)
 
 /* --- functions: tcp_collapse, tcp_prune_ofo_queue ------------------------ */
 
@@ -186,28 +171,21 @@ static __always_inline int handle_prune_ofo(struct sock *sk)
 	return 0;
 }
 
-SEC("?fentry/tcp_collapse")
-int BPF_PROG(collapse_fentry, struct sock *sk, void *list)
-{
-	return handle_collapse(sk, list);
-}
+/* Two programs per attach type, collapse_<type> and prune_ofo_<type>; `prog`
+ * is the libbpf macro that unpacks that type's context into arguments. */
+#define FUNCTION_PROGS(type, prog)                                   \
+	SEC("?" #type "/tcp_collapse")                               \
+	int prog(collapse_##type, struct sock *sk, void *list)        \
+	{                                                            \
+		return handle_collapse(sk, list);                    \
+	}                                                            \
+	SEC("?" #type "/tcp_prune_ofo_queue")                        \
+	int prog(prune_ofo_##type, struct sock *sk)                  \
+	{                                                            \
+		return handle_prune_ofo(sk);                         \
+	}
 
-SEC("?fentry/tcp_prune_ofo_queue")
-int BPF_PROG(prune_ofo_fentry, struct sock *sk)
-{
-	return handle_prune_ofo(sk);
-}
-
-SEC("?kprobe/tcp_collapse")
-int BPF_KPROBE(collapse_kprobe, struct sock *sk, void *list)
-{
-	return handle_collapse(sk, list);
-}
-
-SEC("?kprobe/tcp_prune_ofo_queue")
-int BPF_KPROBE(prune_ofo_kprobe, struct sock *sk)
-{
-	return handle_prune_ofo(sk);
-}
+FUNCTION_PROGS(fentry, BPF_PROG)
+FUNCTION_PROGS(kprobe, BPF_KPROBE)
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

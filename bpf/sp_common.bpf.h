@@ -82,4 +82,20 @@ static __always_inline u64 memcg_cgroup_id(struct mem_cgroup *memcg)
 	return BPF_CORE_READ(memcg, css.cgroup, kn, id);
 }
 
+/* The value of `key` in a hash map of per-cgroup counters, inserted as
+ * `zero` on first use. BPF_NOEXIST: another CPU may insert it first, so look
+ * up again either way. NULL, counted as lost, when the map is full. */
+static __always_inline void *lookup_or_init(void *map, const void *key, const void *zero)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+
+	if (v)
+		return v;
+	bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
+	v = bpf_map_lookup_elem(map, key);
+	if (!v)
+		stat_inc(SP_STAT_LOST);
+	return v;
+}
+
 #endif /* SP_COMMON_BPF_H */

@@ -112,15 +112,9 @@ static __always_inline int on_exit(void)
 	if (!accounted && deadline == e->deadline)
 		goto out;
 	id = memcg_cgroup_id(memcg);
-	v = bpf_map_lookup_elem(&reclaim, &id);
-	if (!v) {
-		bpf_map_update_elem(&reclaim, &id, &zero, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&reclaim, &id);
-		if (!v) {
-			stat_inc(SP_STAT_LOST);
-			goto out;
-		}
-	}
+	v = lookup_or_init(&reclaim, &id, &zero);
+	if (!v)
+		goto out;
 	if (accounted) {
 		__sync_fetch_and_add(&v->scanned, e->scanned);
 		__sync_fetch_and_add(&v->reclaimed, e->reclaimed);

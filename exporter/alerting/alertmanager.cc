@@ -21,6 +21,7 @@
 #include "exporter/alerting/alerting.pb.h"
 #include "exporter/common/file_reader.h"
 #include "exporter/common/logging.h"
+#include "exporter/common/stop_thread.h"
 
 namespace sockpressure {
 
@@ -116,14 +117,7 @@ void AlertmanagerPusher::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
-void AlertmanagerPusher::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void AlertmanagerPusher::Stop() { StopAndJoin(mu_, cv_, stopping_, thread_); }
 
 void AlertmanagerPusher::Bump(Alert& a, int64_t now_ms) {
   a.version = next_version_++;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "exporter/common/logging.h"
+#include "exporter/common/stop_thread.h"
 
 namespace sockpressure {
 namespace {
@@ -19,13 +20,8 @@ KubeIdentityResolver::KubeIdentityResolver(PodListFetcher fetch, std::string sou
     : fetch_(std::move(fetch)), source_(std::move(source)), options_(options) {}
 
 KubeIdentityResolver::~KubeIdentityResolver() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
   // A fetch in progress finishes first; the client's timeouts bound that.
-  if (thread_.joinable()) thread_.join();
+  StopAndJoin(mu_, cv_, stop_, thread_);
 }
 
 void KubeIdentityResolver::Start() {

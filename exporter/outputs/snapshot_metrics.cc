@@ -125,6 +125,13 @@ void WriteAllTiers(const Snapshot& s, MetricWriter& out) {
   }
 }
 
+// A node-wide family of one unlabelled series.
+void WriteNodeSeries(MetricWriter& out, absl::string_view name, absl::string_view help, MetricKind kind,
+                     double value) {
+  out.Family(name, help, kind);
+  out.Value({}, {}, value);
+}
+
 void WriteNode(const Snapshot& s, MetricWriter& out) {
   const NodeReading& n = s.node;
   const std::vector<LabelRef> none;
@@ -133,42 +140,39 @@ void WriteNode(const Snapshot& s, MetricWriter& out) {
             {{"kernel_release", n.kernel_release.value_or("unknown")}, {"cgroup_mode", CgroupModeName(s.cgroup_mode)}},
             1);
   if (n.swaps) {
-    out.Family("sockpressure_node_swap_enabled",
-               "1 when a swap area is active. With swap, hot anonymous memory is scanned but not reclaimed, which "
-               "is what makes vmpressure report false pressure.",
-               MetricKind::kGauge);
-    out.Value(none, {}, s.swap_enabled ? 1 : 0);
-    out.Family("sockpressure_node_swap_size_bytes", "Total size of active swap areas.", MetricKind::kGauge);
-    out.Value(none, {}, static_cast<double>(n.swaps->size_bytes));
-    out.Family("sockpressure_node_swap_used_bytes", "Used space of active swap areas.", MetricKind::kGauge);
-    out.Value(none, {}, static_cast<double>(n.swaps->used_bytes));
+    WriteNodeSeries(out, "sockpressure_node_swap_enabled",
+                    "1 when a swap area is active. With swap, hot anonymous memory is scanned but not reclaimed, "
+                    "which is what makes vmpressure report false pressure.",
+                    MetricKind::kGauge, s.swap_enabled ? 1 : 0);
+    WriteNodeSeries(out, "sockpressure_node_swap_size_bytes", "Total size of active swap areas.", MetricKind::kGauge,
+                    static_cast<double>(n.swaps->size_bytes));
+    WriteNodeSeries(out, "sockpressure_node_swap_used_bytes", "Used space of active swap areas.", MetricKind::kGauge,
+                    static_cast<double>(n.swaps->used_bytes));
   }
   if (n.mglru_caps) {
-    out.Family("sockpressure_node_mglru_enabled",
-               "1 when the multi-generational LRU does reclaim (/sys/kernel/mm/lru_gen/enabled bit 0); absent "
-               "without CONFIG_LRU_GEN. It changes which pages reclaim scans, and so how often hot anonymous memory "
-               "is scanned without being reclaimed, which arms socket pressure (measured per kernel: README).",
-               MetricKind::kGauge);
-    out.Value(none, {}, (*n.mglru_caps & 1) ? 1 : 0);
+    WriteNodeSeries(out, "sockpressure_node_mglru_enabled",
+                    "1 when the multi-generational LRU does reclaim (/sys/kernel/mm/lru_gen/enabled bit 0); absent "
+                    "without CONFIG_LRU_GEN. It changes which pages reclaim scans, and so how often hot anonymous "
+                    "memory is scanned without being reclaimed, which arms socket pressure (measured per kernel: "
+                    "README).",
+                    MetricKind::kGauge, (*n.mglru_caps & 1) ? 1 : 0);
   }
   if (n.nosocket) {
-    out.Family("sockpressure_node_socket_accounting_enabled",
-               "0 when the kernel was booted with cgroup.memory=nosocket: sockets are not charged to memory "
-               "cgroups and memcg pressure cannot throttle them.",
-               MetricKind::kGauge);
-    out.Value(none, {}, s.socket_accounting_enabled ? 1 : 0);
+    WriteNodeSeries(out, "sockpressure_node_socket_accounting_enabled",
+                    "0 when the kernel was booted with cgroup.memory=nosocket: sockets are not charged to memory "
+                    "cgroups and memcg pressure cannot throttle them.",
+                    MetricKind::kGauge, s.socket_accounting_enabled ? 1 : 0);
   }
   if (s.tcp_memory_pressure) {
-    out.Family("sockpressure_node_tcp_memory_pressure",
-               "1 when TCP memory (sockstat TCP mem) exceeds net.ipv4.tcp_mem[1]: global TCP memory pressure, "
-               "which clamps every socket on the node (a different cause from memcg socket pressure).",
-               MetricKind::kGauge);
-    out.Value(none, {}, *s.tcp_memory_pressure ? 1 : 0);
+    WriteNodeSeries(out, "sockpressure_node_tcp_memory_pressure",
+                    "1 when TCP memory (sockstat TCP mem) exceeds net.ipv4.tcp_mem[1]: global TCP memory pressure, "
+                    "which clamps every socket on the node (a different cause from memcg socket pressure).",
+                    MetricKind::kGauge, *s.tcp_memory_pressure ? 1 : 0);
   }
   if (n.tcp_mem_pages) {
-    out.Family("sockpressure_node_tcp_memory_pages", "Pages allocated to TCP socket buffers (sockstat TCP mem).",
-               MetricKind::kGauge);
-    out.Value(none, {}, static_cast<double>(*n.tcp_mem_pages));
+    WriteNodeSeries(out, "sockpressure_node_tcp_memory_pages",
+                    "Pages allocated to TCP socket buffers (sockstat TCP mem).", MetricKind::kGauge,
+                    static_cast<double>(*n.tcp_mem_pages));
   }
   if (n.tcp_mem_limits && n.tcp_mem_limits->size() == 3) {
     out.Family("sockpressure_node_tcp_mem_limit_pages", "net.ipv4.tcp_mem thresholds in pages.",
@@ -180,26 +184,23 @@ void WriteNode(const Snapshot& s, MetricWriter& out) {
     auto it = n.tcp_ext.find(name);
     if (it == n.tcp_ext.end()) continue;
     if (name == "TCPMemoryPressuresChrono") {
-      out.Family("sockpressure_node_tcp_memory_pressure_seconds_total",
-                 "Time the node spent under global TCP memory pressure (TcpExt TCPMemoryPressuresChrono).",
-                 MetricKind::kCounter);
-      out.Value(none, {}, static_cast<double>(it->second) / 1000.0);
+      WriteNodeSeries(out, "sockpressure_node_tcp_memory_pressure_seconds_total",
+                      "Time the node spent under global TCP memory pressure (TcpExt TCPMemoryPressuresChrono).",
+                      MetricKind::kCounter, static_cast<double>(it->second) / 1000.0);
       continue;
     }
-    out.Family(absl::StrCat("sockpressure_node_tcp_", TcpExtMetricPart(name), "_total"),
-               absl::StrCat("TcpExt ", name, " from /proc/net/netstat (node-wide; does not count memcg socket "
-                                             "pressure)."),
-               MetricKind::kCounter);
-    out.Value(none, {}, static_cast<double>(it->second));
+    WriteNodeSeries(out, absl::StrCat("sockpressure_node_tcp_", TcpExtMetricPart(name), "_total"),
+                    absl::StrCat("TcpExt ", name,
+                                 " from /proc/net/netstat (node-wide; does not count memcg socket pressure)."),
+                    MetricKind::kCounter, static_cast<double>(it->second));
   }
   if (n.vm_pgscan) {
-    out.Family("sockpressure_node_vmscan_scanned_pages_total",
-               "Pages scanned by reclaim on the whole node (/proc/vmstat pgscan_*, without proactive).",
-               MetricKind::kCounter);
-    out.Value(none, {}, static_cast<double>(*n.vm_pgscan));
-    out.Family("sockpressure_node_vmscan_reclaimed_pages_total",
-               "Pages reclaimed on the whole node (/proc/vmstat pgsteal_*, without proactive).", MetricKind::kCounter);
-    out.Value(none, {}, static_cast<double>(n.vm_pgsteal.value_or(0)));
+    WriteNodeSeries(out, "sockpressure_node_vmscan_scanned_pages_total",
+                    "Pages scanned by reclaim on the whole node (/proc/vmstat pgscan_*, without proactive).",
+                    MetricKind::kCounter, static_cast<double>(*n.vm_pgscan));
+    WriteNodeSeries(out, "sockpressure_node_vmscan_reclaimed_pages_total",
+                    "Pages reclaimed on the whole node (/proc/vmstat pgsteal_*, without proactive).",
+                    MetricKind::kCounter, static_cast<double>(n.vm_pgsteal.value_or(0)));
   }
   if (n.psi_some || n.psi_full) {
     out.Family("sockpressure_node_psi_memory_stall_seconds_total",

@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "exporter/common/logging.h"
+#include "exporter/common/stop_thread.h"
 #include "exporter/common/memory.h"
 
 namespace sockpressure {
@@ -129,14 +130,7 @@ void Sampler::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
-void Sampler::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(stop_mu_);
-    stopping_ = true;
-  }
-  stop_cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void Sampler::Stop() { StopAndJoin(stop_mu_, stop_cv_, stopping_, thread_); }
 
 void Sampler::Run() {
   auto next = std::chrono::steady_clock::now();

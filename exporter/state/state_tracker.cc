@@ -26,6 +26,24 @@ uint64_t LocalDelta(uint64_t own, uint64_t children, int64_t& carry) {
 
 uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
+// For every tier that read cgroup `id` this sample: apply(values, previous,
+// current) with that tier's previous reading, which then becomes `current`.
+// Cumulative counters of all tiers are turned into totals this one way.
+// Every live tier gets values for the cgroup, read or not: its counters are
+// exported from the first sample on, at 0.
+template <typename Counters, typename Apply>
+void ApplyCounterTiers(const ByTier<Counters>& sample, uint64_t id, std::map<Tier, TierValues>& values,
+                       std::map<Tier, Counters>& previous, Apply apply) {
+  for (const auto& [tier, by_id] : sample) {
+    TierValues& v = values[tier];
+    auto it = by_id.find(id);
+    if (it == by_id.end()) continue;
+    Counters& prev = previous[tier];
+    apply(v, prev, it->second);
+    prev = it->second;
+  }
+}
+
 Tier BestLive(const Sample& sample, Signal s) {
   for (int t = 0; t < kTierCount - 1; ++t) {
     if (sample.IsLive(s, static_cast<Tier>(t))) return static_cast<Tier>(t);
@@ -105,20 +123,15 @@ void StateTracker::ApplyTiers(const Sample& sample, const std::vector<CgroupStat
   for (size_t i = 0; i < sample.cgroups.size(); ++i) {
     CgroupState& st = *states[i];
     uint64_t id = sample.cgroups[i].id;
-    for (const auto& [tier, by_id] : sample.reclaim) {
-      TierValues& v = st.values[tier];
-      auto it = by_id.find(id);
-      if (it == by_id.end()) continue;
-      ReclaimCounters& prev = st.prev_reclaim[tier];
-      const ReclaimCounters& cur = it->second;
-      uint64_t ds = CounterDelta(cur.scanned, prev.scanned);
-      uint64_t dr = CounterDelta(cur.reclaimed, prev.reclaimed);
-      v.scanned_total += ds;
-      v.reclaimed_total += dr;
-      for (int l = 0; l < 3; ++l) v.windows_total[l] += CounterDelta(cur.windows[l], prev.windows[l]);
-      if (ds >= kVmpressureWindowPages) v.ratio = dr >= ds ? 0.0 : 1.0 - static_cast<double>(dr) / ds;
-      prev = cur;
-    }
+    ApplyCounterTiers(sample.reclaim, id, st.values, st.prev_reclaim,
+                      [](TierValues& v, const ReclaimCounters& prev, const ReclaimCounters& cur) {
+                        uint64_t ds = CounterDelta(cur.scanned, prev.scanned);
+                        uint64_t dr = CounterDelta(cur.reclaimed, prev.reclaimed);
+                        v.scanned_total += ds;
+                        v.reclaimed_total += dr;
+                        for (int l = 0; l < 3; ++l) v.windows_total[l] += CounterDelta(cur.windows[l], prev.windows[l]);
+                        if (ds >= kVmpressureWindowPages) v.ratio = dr >= ds ? 0.0 : 1.0 - static_cast<double>(dr) / ds;
+                      });
     for (const auto& [tier, by_id] : sample.pressure) {
       TierValues& v = st.values[tier];
       auto it = by_id.find(id);
@@ -138,26 +151,18 @@ void StateTracker::ApplyTiers(const Sample& sample, const std::vector<CgroupStat
       v.pressure_asserted = socket_accounting && it->second.active;
       prev = it->second;
     }
-    for (const auto& [tier, by_id] : sample.clamps) {
-      TierValues& v = st.values[tier];
-      auto it = by_id.find(id);
-      if (it == by_id.end()) continue;
-      ClampCounters& prev = st.prev_clamps[tier];
-      v.clamps_total += CounterDelta(it->second.clamps, prev.clamps);
-      prev = it->second;
-    }
-    for (const auto& [tier, by_id] : sample.prunes) {
-      TierValues& v = st.values[tier];
-      auto it = by_id.find(id);
-      if (it == by_id.end()) continue;
-      PruneCounters& prev = st.prev_prunes[tier];
-      const PruneCounters& cur = it->second;
-      v.prunes_total.rcv_mem_drops += CounterDelta(cur.rcv_mem_drops, prev.rcv_mem_drops);
-      v.prunes_total.ofo_pruned_segs += CounterDelta(cur.ofo_pruned_segs, prev.ofo_pruned_segs);
-      v.prunes_total.collapses += CounterDelta(cur.collapses, prev.collapses);
-      v.prunes_total.ofo_prunes += CounterDelta(cur.ofo_prunes, prev.ofo_prunes);
-      prev = cur;
-    }
+    ApplyCounterTiers(sample.clamps, id, st.values, st.prev_clamps,
+                      [](TierValues& v, const ClampCounters& prev, const ClampCounters& cur) {
+                        v.clamps_total += CounterDelta(cur.clamps, prev.clamps);
+                      });
+    ApplyCounterTiers(sample.prunes, id, st.values, st.prev_prunes,
+                      [](TierValues& v, const PruneCounters& prev, const PruneCounters& cur) {
+                        PruneCounters& t = v.prunes_total;
+                        t.rcv_mem_drops += CounterDelta(cur.rcv_mem_drops, prev.rcv_mem_drops);
+                        t.ofo_pruned_segs += CounterDelta(cur.ofo_pruned_segs, prev.ofo_pruned_segs);
+                        t.collapses += CounterDelta(cur.collapses, prev.collapses);
+                        t.ofo_prunes += CounterDelta(cur.ofo_prunes, prev.ofo_prunes);
+                      });
     for (const auto& [tier, by_id] : sample.census) {
       TierValues& v = st.values[tier];
       auto it = by_id.find(id);
