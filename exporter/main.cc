@@ -176,6 +176,10 @@ int Run(int argc, char** argv) {
   // Alerting: episodes from every snapshot, optional push to Alertmanager.
   EpisodeTracker episodes(EpisodeOptionsFromFlags(opt.alerting));
   episodes.Observe(*first);
+  // Not held for the agent's lifetime: the sampler keeps the latest snapshot,
+  // and a second whole snapshot (8 MB at 10,000 cgroups) pinned here would
+  // count toward every later peak.
+  first.reset();
   metrics.AddWriter([&episodes](const Snapshot& s, MetricWriter& w) { episodes.WriteMetrics(s, w); });
   std::unique_ptr<AlertmanagerPusher> pusher;
   if (!opt.alerting.am_urls.empty()) {
