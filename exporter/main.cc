@@ -176,6 +176,10 @@ int Run(int argc, char** argv) {
   // Alerting: episodes from every snapshot, optional push to Alertmanager.
   EpisodeTracker episodes(EpisodeOptionsFromFlags(opt.alerting));
   episodes.Observe(*first);
+  // Not held for the agent's lifetime: the sampler keeps the latest snapshot,
+  // and a second whole snapshot (8 MB at 10,000 cgroups) pinned here would
+  // count toward every later peak.
+  first.reset();
   metrics.AddWriter([&episodes](const Snapshot& s, MetricWriter& w) { episodes.WriteMetrics(s, w); });
   std::unique_ptr<AlertmanagerPusher> pusher;
   if (!opt.alerting.am_urls.empty()) {
@@ -189,6 +193,7 @@ int Run(int argc, char** argv) {
     SP_LOG_INFO("pushing alerts to ", absl::StrJoin(am->urls, ","), " as instance=\"", am->instance, "\"");
   }
   sampler.AddListener([&metrics](const std::shared_ptr<const Snapshot>& s) { metrics.DropStale(s->sequence); });
+  sampler.AddBeforeCycle([&metrics] { metrics.DropCached(); });
   sampler.AddListener([&episodes, p = pusher.get()](const std::shared_ptr<const Snapshot>& s) {
     episodes.Observe(*s);
     if (p != nullptr) p->Update(episodes.OpenAndJustClosed(), s->unix_millis);

@@ -107,6 +107,12 @@ void MetricsEndpoint::DropStale(uint64_t latest_sequence) {
   DropOlderLocked(latest_sequence, dropped);
 }
 
+void MetricsEndpoint::DropCached() {
+  Cached dropped[2];  // released after the lock
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int g = 0; g < 2; ++g) dropped[g] = std::move(cached_[g]);
+}
+
 size_t MetricsEndpoint::cached_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;

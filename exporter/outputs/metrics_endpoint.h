@@ -53,6 +53,13 @@ class MetricsEndpoint {
   // the kernel when it was much larger than the latest (Sampler), comes
   // after its body's.
   void DropStale(uint64_t latest_sequence);
+  // Drops every cached body (call when the sampler starts a cycle). The
+  // cycle's own peak, a new sample and snapshot beside the latest, would
+  // otherwise come on top of one body per format held until the publish
+  // (at 10,000 cgroups 8 MB of text and 7 MB of protobuf). Responses being
+  // written keep theirs, and scrapers of one rendering still share it; a
+  // scrape that arrives before the publish renders the latest sample again.
+  void DropCached();
   // Bytes of rendered bodies kept for the next scrape (tests).
   size_t cached_bytes() const;
 

@@ -66,6 +66,12 @@ std::shared_ptr<const Snapshot> Sampler::ReleasingMemory(std::shared_ptr<const S
 
 std::shared_ptr<const Snapshot> Sampler::SampleOnce() {
   std::lock_guard<std::mutex> cycle(cycle_mu_);
+  std::vector<std::function<void()>> before;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    before = before_cycle_;
+  }
+  for (const std::function<void()>& hook : before) hook();
   double cpu_start = Now(CLOCK_THREAD_CPUTIME_ID);
   Sample sample;
   sample.monotonic_seconds = Now(CLOCK_MONOTONIC);
@@ -153,6 +159,11 @@ void Sampler::Run() {
 std::shared_ptr<const Snapshot> Sampler::Latest() const {
   std::lock_guard<std::mutex> lock(mu_);
   return latest_;
+}
+
+void Sampler::AddBeforeCycle(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  before_cycle_.push_back(std::move(hook));
 }
 
 void Sampler::AddListener(Listener listener) {

@@ -46,6 +46,10 @@ class Sampler {
   // than three intervals plus 5 s, i.e. the sampler thread is not stuck.
   bool Healthy() const;
   void AddListener(Listener listener);
+  // Hooks run on the sampler thread at the start of every cycle, before any
+  // source is read: the cycle's peak (the new sample and snapshot beside the
+  // latest) comes next, and what a hook lets go of is not held through it.
+  void AddBeforeCycle(std::function<void()> hook);
 
  private:
   void Run();
@@ -68,9 +72,10 @@ class Sampler {
   std::unique_ptr<StateTracker> tracker_;
   double interval_seconds_;
 
-  mutable std::mutex mu_;  // guards latest_, listeners_
+  mutable std::mutex mu_;  // guards latest_, listeners_, before_cycle_
   std::shared_ptr<const Snapshot> latest_;
   std::vector<Listener> listeners_;
+  std::vector<std::function<void()>> before_cycle_;
 
   std::mutex cycle_mu_;  // one cycle at a time (SampleOnce vs the thread)
   // Which sources_ run every cycle and which on the context cadence, in

@@ -252,11 +252,13 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
     CgroupReading& c = sample.cgroups[i];
     CgroupState& st = *states[i];
     CgroupView v;
-    v.path = c.path;
+    if (identity_ != nullptr) v.identity = identity_->Resolve(c.path);
+    // Moved, not copied: nothing below reads the sample's paths, and 10,000
+    // path copies would be held beside the sample's until it is freed.
+    v.path = std::move(c.path);
     v.id = c.id;
     v.parent = c.parent;
     v.v1 = c.v1;
-    if (identity_ != nullptr) v.identity = identity_->Resolve(c.path);
     for (int s = 0; s < kSignalCount; ++s) {
       Tier t = snap->signal_tier[s];
       v.tier[s] = st.values.count(t) ? t : Tier::kNone;

@@ -121,6 +121,28 @@ TEST(ChurnMemoryTest, WithoutPublishTheNextScrapeDropsTheOldBodies) {
   EXPECT_EQ(FreeMemoryReturns(), before + 1);
 }
 
+// The bodies go before a cycle builds its sample and snapshot, so that they
+// are not held through the cycle's peak; the next scrape renders anew.
+TEST(ChurnMemoryTest, EndpointDropsItsBodiesBeforeACycle) {
+  size_t n = 5000;
+  std::unique_ptr<Sampler> sampler = NewSampler(&n);
+  sampler->SampleOnce();
+  MetricsEndpoint endpoint(sampler.get(), BuildInfo{"t", "t", "t"}, EmitOptions{});
+  size_t held_in_cycle = 1;
+  sampler->AddBeforeCycle([&] {
+    endpoint.DropCached();
+    held_in_cycle = endpoint.cached_bytes();
+  });
+  std::shared_ptr<const std::string> text = endpoint.Render("text/plain").body;
+  size_t proto = endpoint.Render(kProto).body->size();
+  EXPECT_EQ(endpoint.cached_bytes(), text->size() + proto);
+  sampler->SampleOnce();
+  EXPECT_EQ(held_in_cycle, 0u);
+  EXPECT_FALSE(text->empty());  // a response still writing keeps its body
+  EXPECT_GT(endpoint.Render(kProto).body->size(), 0u);
+  EXPECT_EQ(endpoint.cached_bytes(), endpoint.Render(kProto).body->size());
+}
+
 // Concurrent scrapers of one sample share one rendering: one body in memory
 // and one render's CPU, however many ask at once.
 TEST(ChurnMemoryTest, ConcurrentScrapersShareOneBody) {
