@@ -104,7 +104,7 @@ Tree LoadTree(const std::string& root) {
     t.parent.push_back(c.parent);
     if (c.parent >= 0) t.leaf[static_cast<size_t>(c.parent)] = false;
     StatFile f;
-    f.path = root + (c.path == "/" ? "" : c.path) + "/memory.stat";
+    f.path = root + (c.path == "/" ? "" : c.path.str()) + "/memory.stat";
     f.Load();
     t.stats.push_back(std::move(f));
   }

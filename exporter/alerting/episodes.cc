@@ -153,7 +153,7 @@ void EpisodeTracker::Observe(const Snapshot& s) {
     pc.prev_scanned = b.scanned_total;
     pc.prev_reclaimed = b.reclaimed_total;
     pc.have_prev = true;
-    if (d.reclaimed > 0 || d.scanned > 0) reclaiming.push_back({&s.cgroups[i].path, d.scanned, d.reclaimed});
+    if (d.reclaimed > 0 || d.scanned > 0) reclaiming.push_back({&s.cgroups[i].path.str(), d.scanned, d.reclaimed});
   }
   // Every open episode adds every reclaiming cgroup: bound that product by
   // keeping only this sample's biggest reclaimers (the ones that can make

@@ -30,7 +30,7 @@ std::string Who(const CgroupView& c) {
   std::string pod = NamespacedPod(LabelValue(c.identity, "namespace"), LabelValue(c.identity, "pod"));
   if (pod.empty()) return c.path;
   std::string ctr = LabelValue(c.identity, "container");
-  return absl::StrCat(c.path, " [", pod, ctr.empty() ? "" : "/", ctr, "]");
+  return absl::StrCat(c.path.str(), " [", pod, ctr.empty() ? "" : "/", ctr, "]");
 }
 
 // What each tier means for a signal, and why a signal may have no source.

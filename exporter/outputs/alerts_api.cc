@@ -133,7 +133,7 @@ api::v1::CgroupList BuildCgroupList(const Snapshot& s, const EpisodeTracker& epi
     bool open = counters && counters->active_episode_id;
     if (only_pressure && !c.pressure_active && !open) continue;
     api::v1::CgroupState* st = out.add_cgroups();
-    st->set_cgroup(EscapeLabelValue(c.path));
+    st->set_cgroup(EscapeLabelValue(c.path.str()));
     st->set_id(c.id);
     CopyIdentity(c.identity, st->mutable_identity());
     st->set_v1(c.v1);

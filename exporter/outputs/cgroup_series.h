@@ -30,7 +30,7 @@ std::optional<double> OptValue(const std::optional<T>& v) {
 inline std::vector<LabelRef> CgroupLabels(const CgroupView& c) {
   std::vector<LabelRef> labels;
   labels.reserve(1 + c.identity.size());
-  labels.push_back({"cgroup", c.path});
+  labels.push_back({"cgroup", c.path.str()});
   for (const auto& [k, v] : c.identity) labels.push_back({k, v});
   return labels;
 }

@@ -81,7 +81,7 @@ void ReadSlowFiles(int dirfd, CgroupReading& c, std::string& buf, MalformedFiles
     int e = 0;
     if (!ReadKernelFileAt(dirfd, file, buf, e)) return;  // absent on this kernel or level: fine
     std::optional<uint64_t> parsed = ParseLimit(buf);
-    if (!parsed) return malformed.Note(absl::StrCat(c.path, "/", file, ": not a number"));
+    if (!parsed) return malformed.Note(absl::StrCat(c.path.str(), "/", file, ": not a number"));
     dst = v1_limit ? NormalizeV1Limit(*parsed) : *parsed;
   };
   if (c.v1) {
@@ -104,13 +104,13 @@ void ReadSlowFiles(int dirfd, CgroupReading& c, std::string& buf, MalformedFiles
   if (ReadKernelFileAt(dirfd, "memory.events", buf, e)) {
     FlatKeyed ev = ParseFlatKeyed(buf);
     c.events_oom_kill = ev.Get("oom_kill");
-    if (!ev.bad_lines.empty()) malformed.Note(absl::StrCat(c.path, "/memory.events: malformed"));
+    if (!ev.bad_lines.empty()) malformed.Note(absl::StrCat(c.path.str(), "/memory.events: malformed"));
   }
   if (ReadKernelFileAt(dirfd, "memory.pressure", buf, e)) {
     Psi psi = ParsePsi(buf);
     c.psi_some = psi.some;
     c.psi_full = psi.full;
-    if (psi.malformed) malformed.Note(absl::StrCat(c.path, "/memory.pressure: malformed"));
+    if (psi.malformed) malformed.Note(absl::StrCat(c.path.str(), "/memory.pressure: malformed"));
   }
 }
 

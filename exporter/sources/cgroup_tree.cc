@@ -48,7 +48,7 @@ bool ReconcileChildren(CgroupNode& n, const std::vector<std::pair<std::string, u
       ++kept;
       continue;
     }
-    std::string path = n.path == "/" ? "/" + name : n.path + "/" + name;
+    std::string path = n.path == "/" ? "/" + name : n.path.str() + "/" + name;
     n.children.push_back(std::make_unique<CgroupNode>(std::move(path), ino, &n, n.budget));
   }
   // What is left in `old` is gone: its descriptors close with it (after the

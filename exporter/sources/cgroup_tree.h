@@ -43,7 +43,7 @@ class FdBudget {
 };
 
 struct CgroupNode {
-  CgroupNode(std::string path_in, uint64_t id_in, CgroupNode* parent_in, FdBudget* budget_in)
+  CgroupNode(SharedPath path_in, uint64_t id_in, CgroupNode* parent_in, FdBudget* budget_in)
       : path(std::move(path_in)), id(id_in), parent(parent_in), budget(budget_in) {}
   ~CgroupNode() { CloseFds(); }
   CgroupNode(const CgroupNode&) = delete;
@@ -53,7 +53,7 @@ struct CgroupNode {
   // The directory's name within its parent.
   const char* name() const;
 
-  std::string path;  // relative to the hierarchy root, "/" for the root
+  SharedPath path;  // relative to the hierarchy root, "/" for the root
   uint64_t id = 0;   // d_ino from the parent's listing == cgroup id
   CgroupNode* parent = nullptr;
   FdBudget* budget = nullptr;

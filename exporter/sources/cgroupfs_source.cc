@@ -148,12 +148,12 @@ bool CgroupfsSource::ReadCgroup(CgroupNode& n, int rootfd, bool slow_pass) {
       n.gone = true;
     } else {
       n.stat_failed = true;
-      NoteMalformed(absl::StrCat(c.path, "/memory.stat: ", ReadErrorText(err)));
+      NoteMalformed(absl::StrCat(c.path.str(), "/memory.stat: ", ReadErrorText(err)));
     }
     return false;
   }
   int bad = ParseMemoryStat(buf_, c.v1, c);
-  if (bad > 0) NoteMalformed(absl::StrCat(c.path, "/memory.stat: ", bad, " malformed line(s)"));
+  if (bad > 0) NoteMalformed(absl::StrCat(c.path.str(), "/memory.stat: ", bad, " malformed line(s)"));
 
   // A cgroup whose hierarchical reclaim counters stood still has no
   // descendant whose counters moved: its subtree is skipped (v2 only; v1
@@ -311,7 +311,7 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
     n->gone = false;
     n->read_kids = false;
     if (!n->filtered) {
-      n->exported = !options_.exported || options_.exported(n->path);
+      n->exported = !options_.exported || options_.exported(n->path.str());
       n->filtered = true;
     }
     bool read = read_all || n->parent == nullptr || !n->have_reading || n->parent->read_kids;
@@ -350,7 +350,7 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
       // cgroupfs has no symlinks; a tree that has one (a fixture, a bind
       // mount) is not what the agent can read as a cgroup.
       incomplete = true;
-      LeaveOut(sample, "symlink", absl::StrCat(n->path == "/" ? "" : n->path, "/", link, ": a symlink, not followed"));
+      LeaveOut(sample, "symlink", absl::StrCat(n->path == "/" ? "" : n->path.str(), "/", link, ": a symlink, not followed"));
     }
     for (const auto& child : n->children) queue.push_back(child.get());
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "exporter/common/parse.h"
+#include "exporter/common/shared_path.h"
 #include "exporter/sources/signals.h"
 
 namespace sockpressure {
@@ -45,7 +46,7 @@ struct CgroupLimits {
 // One memory cgroup as read from cgroupfs. Counters are as the kernel reports
 // them: memory.stat is hierarchical on v2 (includes descendants).
 struct CgroupReading : CgroupLimits {
-  std::string path;    // relative to the memory hierarchy root, "/" for the root
+  SharedPath path;     // relative to the memory hierarchy root, "/" for the root; the walk's own string
   uint64_t id = 0;     // cgroup id == inode of the directory == kernfs id
   int parent = -1;     // index into Sample::cgroups, -1 for the root
   bool v1 = false;     // read from the cgroup v1 memory hierarchy

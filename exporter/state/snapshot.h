@@ -59,7 +59,7 @@ struct TierValues {
 };
 
 struct CgroupView : CgroupLimits {
-  std::string path;
+  SharedPath path;  // shared with the sample and the walk (shared_path.h)
   uint64_t id = 0;
   int parent = -1;  // index into Snapshot::cgroups
   bool v1 = false;

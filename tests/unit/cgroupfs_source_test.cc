@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "exporter/sources/procfs_sources.h"
+#include "exporter/state/state_tracker.h"
 #include "test_util.h"
 
 namespace sockpressure {
@@ -285,6 +286,32 @@ TEST(CgroupfsSourceTest, CgroupsVanishingMidWalk) {
   }
   stop = true;
   churn.join();
+}
+
+// Every sample and the snapshot built from it hold a reference to the
+// walk's own copy of each path (shared_path.h): at 10,000 cgroups a copy per
+// cycle was 10,000 allocations and about 1.5 MiB held beside the walk's.
+TEST(CgroupfsSourceTest, SamplesAndSnapshotShareTheWalksPaths) {
+  Paths paths;
+  paths.cgroupfs = Fixture("v2") + "/cgroup";
+  paths.procfs = Fixture("v2") + "/proc";
+  std::unique_ptr<Source> src = NewCgroupfsSource(paths, {5000});
+  Sample first, second;
+  ASSERT_TRUE(src->Collect(first).ok());
+  ASSERT_TRUE(src->Collect(second).ok());
+  ASSERT_EQ(first.cgroups.size(), second.cgroups.size());
+  std::vector<const std::string*> walk_strings;
+  for (size_t i = 0; i < first.cgroups.size(); ++i) {
+    EXPECT_EQ(first.cgroups[i].path, second.cgroups[i].path);
+    EXPECT_EQ(&first.cgroups[i].path.str(), &second.cgroups[i].path.str()) << first.cgroups[i].path;
+    walk_strings.push_back(&first.cgroups[i].path.str());
+  }
+  StateTracker tracker;
+  std::shared_ptr<const Snapshot> snap = tracker.Update(std::move(second), {}, 0);
+  ASSERT_EQ(snap->cgroups.size(), walk_strings.size());
+  for (size_t i = 0; i < walk_strings.size(); ++i) {
+    EXPECT_EQ(&snap->cgroups[i].path.str(), walk_strings[i]) << snap->cgroups[i].path;
+  }
 }
 
 TEST(ProcfsSourcesTest, NodeReadings) {
