@@ -9,7 +9,6 @@
 // copied and read from any thread; the string itself never changes.
 #pragma once
 
-#include <cstring>
 #include <memory>
 #include <ostream>
 #include <string>

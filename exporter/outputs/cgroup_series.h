@@ -53,9 +53,10 @@ struct CgroupFamily {
   Value value;
 };
 
-// Writes `families` over every cgroup of `s`; `labels[i]` belongs to s.cgroups[i].
+// How many cgroups ahead WriteCgroupFamilyList asks for a path.
 constexpr size_t kPrefetchAhead = 8;
 
+// Writes `families` over every cgroup of `s`; `labels[i]` belongs to s.cgroups[i].
 inline void WriteCgroupFamilyList(const std::vector<CgroupFamily>& families, const Snapshot& s,
                                   const std::vector<std::vector<LabelRef>>& labels, MetricWriter& out) {
   for (const CgroupFamily& f : families) {
