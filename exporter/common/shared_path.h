@@ -35,10 +35,6 @@ class SharedPath {
   }
   friend bool operator==(const SharedPath& a, const std::string& b) { return *a.text_ == b; }
   friend bool operator==(const SharedPath& a, const char* b) { return *a.text_ == b; }
-  friend bool operator!=(const SharedPath& a, const SharedPath& b) { return !(a == b); }
-  friend bool operator!=(const SharedPath& a, const std::string& b) { return !(a == b); }
-  friend bool operator!=(const SharedPath& a, const char* b) { return !(a == b); }
-  friend bool operator<(const SharedPath& a, const SharedPath& b) { return *a.text_ < *b.text_; }
   friend std::ostream& operator<<(std::ostream& os, const SharedPath& p) { return os << *p.text_; }
 
  private:

@@ -253,8 +253,8 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
     CgroupState& st = *states[i];
     CgroupView v;
     if (identity_ != nullptr) v.identity = identity_->Resolve(c.path);
-    // Moved, not copied: nothing below reads the sample's paths, and 10,000
-    // path copies would be held beside the sample's until it is freed.
+    // The walk's own string (shared_path.h); moved, as nothing below reads
+    // the sample's paths.
     v.path = std::move(c.path);
     v.id = c.id;
     v.parent = c.parent;
