@@ -2,7 +2,8 @@
 //
 // usage: sample_bench CGROUP_ROOT CYCLES [RECLAIMING_PERCENT...]
 // For each RECLAIMING_PERCENT (default: 1 and 100), a fresh agent samples the
-// tree CYCLES times. Before every cycle the bench moves the pgscan/pgsteal
+// tree for one full-pass period (warm-up, printed on its own), then CYCLES
+// times (a multiple of 10 keeps the full passes in proportion). Before every cycle the bench moves the pgscan/pgsteal
 // counters of that share of the leaf cgroups and of their ancestors (v2
 // memory.stat is hierarchical), rewriting memory.stat in place as the kernel
 // does; that work is outside the measured CPU. Measured in the same run: the
@@ -182,6 +183,11 @@ int main(int argc, char** argv) {
   }
   const std::string root = argv[1];
   const int cycles = std::stoi(argv[2]);
+  if (cycles <= 0 || cycles % kFullPassEvery != 0) {
+    std::fprintf(stderr, "CYCLES must be a positive multiple of %llu (one full pass in every %llu samples)\n",
+                 static_cast<unsigned long long>(kFullPassEvery), static_cast<unsigned long long>(kFullPassEvery));
+    return 2;
+  }
   std::vector<double> percents;
   for (int i = 3; i < argc; ++i) percents.push_back(std::stod(argv[i]));
   if (percents.empty()) percents = {1, 100};
@@ -206,7 +212,17 @@ int main(int argc, char** argv) {
         for (size_t k = 0; k < want; ++k) reclaiming.push_back(leaves[k * leaves.size() / want]);
       }
       std::unique_ptr<Sampler> agent = NewAgent(root, context);
-      agent->SampleOnce();  // the first walk builds the state (a full pass)
+      // Warm-up, measured on its own: the first walk builds the state (a
+      // full pass), and the first few snapshots fault in fresh pages (until
+      // glibc's malloc, after freeing the first large blocks, serves them
+      // from its heap). An agent pays this once per start, not per cycle.
+      double warmup_cpu = CpuSeconds();
+      agent->SampleOnce();
+      for (uint64_t c = 1; c < kFullPassEvery; ++c) {
+        Reclaim(tree, reclaiming, 600);
+        snap = agent->SampleOnce();
+      }
+      warmup_cpu = (CpuSeconds() - warmup_cpu) / kFullPassEvery;
       double agent_cpu = 0, collect_wall = 0, full_cpu = 0;
       int full_cycles = 0;
       for (int c = 0; c < cycles; ++c) {
@@ -215,8 +231,8 @@ int main(int argc, char** argv) {
         snap = agent->SampleOnce();
         double cpu = CpuSeconds() - t0;
         agent_cpu += cpu;
-        // The warm-up was sample 0, a full pass; so is every kFullPassEvery-th after it.
-        if ((c + 1) % kFullPassEvery == 0) {
+        // Sample kFullPassEvery + c: every kFullPassEvery-th one is a full pass.
+        if (c % kFullPassEvery == 0) {
           full_cpu += cpu;
           ++full_cycles;
         }
@@ -234,11 +250,12 @@ int main(int argc, char** argv) {
       double full_per_cycle = full_cycles > 0 ? full_cpu / full_cycles : 0;
       std::printf("profile=%s cgroups=%zu reclaiming=%zu (%g%%) cycles=%d agent_cpu_ms_per_cycle=%.2f "
                   "(cgroupfs_walk_wall_ms=%.2f) peer_open_read_close_cpu_ms_per_cycle=%.2f agent_over_peer=%.3f "
-                  "between_full_passes_cpu_ms=%.2f (%.3f of peer) full_pass_cpu_ms=%.2f (%.3f of peer)\n",
+                  "between_full_passes_cpu_ms=%.2f (%.3f of peer) full_pass_cpu_ms=%.2f (%.3f of peer) "
+                  "warmup_cpu_ms_per_cycle=%.2f\n",
                   context ? "context" : "core", tree.paths.size(), reclaiming.size(), pct, cycles,
                   agent_per_cycle * 1e3, collect_wall / cycles * 1e3, peer_per_cycle * 1e3,
                   agent_per_cycle / peer_per_cycle, inc_per_cycle * 1e3, inc_per_cycle / peer_per_cycle,
-                  full_per_cycle * 1e3, full_per_cycle / peer_per_cycle);
+                  full_per_cycle * 1e3, full_per_cycle / peer_per_cycle, warmup_cpu * 1e3);
       std::fflush(stdout);
     }
   }
