@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace sockpressure {
 
@@ -42,7 +43,7 @@ bool ReconcileChildren(CgroupNode& n, const std::vector<std::pair<std::string, u
   size_t kept = 0;
   for (const auto& [name, ino] : listing) {
     // Both sorted by name: advance through the old children once.
-    while (j < old.size() && std::string(old[j]->name()) < name) ++j;
+    while (j < old.size() && std::strcmp(old[j]->name(), name.c_str()) < 0) ++j;
     if (j < old.size() && old[j]->name() == name && old[j]->id == ino) {
       n.children.push_back(std::move(old[j++]));
       ++kept;
