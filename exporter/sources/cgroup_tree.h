@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "exporter/sources/dir_watcher.h"
 #include "exporter/sources/sample.h"
 
 namespace sockpressure {
@@ -43,9 +44,15 @@ class FdBudget {
 };
 
 struct CgroupNode {
-  CgroupNode(SharedPath path_in, uint64_t id_in, CgroupNode* parent_in, FdBudget* budget_in)
-      : path(std::move(path_in)), id(id_in), parent(parent_in), budget(budget_in) {}
-  ~CgroupNode() { CloseFds(); }
+  // A child shares its parent's watcher; the root gets the collector's.
+  CgroupNode(SharedPath path_in, uint64_t id_in, CgroupNode* parent_in, FdBudget* budget_in,
+             DirWatcher* watcher_in = nullptr)
+      : path(std::move(path_in)), id(id_in), parent(parent_in), budget(budget_in),
+        watcher(parent_in != nullptr ? parent_in->watcher : watcher_in) {}
+  ~CgroupNode() {
+    CloseFds();
+    if (watcher != nullptr) watcher->Unwatch(wd);
+  }
   CgroupNode(const CgroupNode&) = delete;
   CgroupNode& operator=(const CgroupNode&) = delete;
 
@@ -63,6 +70,11 @@ struct CgroupNode {
   int stat_fd = -1;  // kept memory.stat
   nlink_t nlink = 0; // 2 + subdirectories at the last listing
   bool listed = false;
+  // The directory's inotify watch (dir_watcher.h), -1 when it has none.
+  // While it has one, only an event (dirty) makes it list again.
+  DirWatcher* watcher = nullptr;
+  int wd = -1;
+  bool dirty = false;  // an entry came or went since the last listing
   std::vector<std::string> links;  // symlinks among the children at the last listing
   bool filtered = false;  // `exported` decided
 

@@ -17,6 +17,7 @@
 #include "exporter/common/logging.h"
 #include "exporter/sources/cgroup_files.h"
 #include "exporter/sources/cgroup_tree.h"
+#include "exporter/sources/tree_lister.h"
 
 namespace sockpressure {
 namespace {
@@ -32,7 +33,8 @@ class CgroupfsSource final : public Source {
  public:
   CgroupfsSource(const Paths& paths, CgroupfsOptions options)
       : paths_(paths), options_(std::move(options)),
-        budget_(options_.fd_budget > 0 ? options_.fd_budget : FdBudget::FromRlimit()) {}
+        budget_(options_.fd_budget > 0 ? options_.fd_budget : FdBudget::FromRlimit()),
+        lister_(options_.watch_dirs) {}
 
   absl::string_view name() const override { return "cgroupfs"; }
 
@@ -44,9 +46,10 @@ class CgroupfsSource final : public Source {
   // vanished (n->gone) or could not be read.
   bool Visit(CgroupNode& n, int rootfd, bool slow_pass);
   bool ReadCgroup(CgroupNode& n, int rootfd, bool slow_pass);
-  // Lists n's subdirectories when they may have changed (`full`: the full
-  // pass) and reconciles its children.
-  void Relist(CgroupNode& n, int dirfd, bool full);
+  // Lists n's subdirectories when they may have changed (tree_lister.h).
+  void Relist(CgroupNode& n, int dirfd, bool full) {
+    if (lister_.Relist(n, dirfd, full)) reshaped_ = true;
+  }
   // The full pass for a cgroup whose memory.stat need not be read: only its
   // listing. False when the directory could not be opened.
   bool ListOnly(CgroupNode& n, int rootfd);
@@ -62,13 +65,14 @@ class CgroupfsSource final : public Source {
   Paths paths_;
   CgroupfsOptions options_;
   FdBudget budget_;
+  // Before root_: the nodes unwatch themselves when they go.
+  TreeLister lister_;
   std::unique_ptr<CgroupNode> root_;
   std::string root_path_;
   dev_t root_dev_ = 0;
   ino_t root_ino_ = 0;
   bool keep_ = false;  // descriptors are kept (see CgroupfsOptions::keep_files)
   std::string buf_;
-  ChildLister lister_;
   std::vector<CgroupNode*> order_;
   uint64_t cycle_ = 0;  // samples of this tree, for the full pass
   uint64_t walk_ = 0;   // walks ever, never reset: CgroupNode::visited_walk
@@ -186,7 +190,7 @@ bool CgroupfsSource::ReadCgroup(CgroupNode& n, int rootfd, bool slow_pass) {
       if (c.sock_throttled_local) sock_throttled_seen_ = true;
     }
   }
-  if (slow_pass || moved || !n.listed) Relist(n, dirfd, slow_pass);
+  if (slow_pass || moved || !n.listed || n.dirty) Relist(n, dirfd, slow_pass);
   n.moved = moved;
   // A first reading is not a move: only a change makes a child hot.
   if (moved && n.have_reading) NoteMoved(n, walk_);
@@ -196,26 +200,8 @@ bool CgroupfsSource::ReadCgroup(CgroupNode& n, int rootfd, bool slow_pass) {
   return true;
 }
 
-void CgroupfsSource::Relist(CgroupNode& n, int dirfd, bool full) {
-  // New subdirectories: every full pass, and when the cgroup moved and its
-  // link count (2 + subdirectories) changed, so that a new cgroup that
-  // reclaims at once is read within the interval. A directory that has no
-  // subdirectories (2 links) and had none is not listed even on a full pass:
-  // most cgroups are leaves. (A filesystem whose directories do not count
-  // links, such as btrfs, is listed each time.)
-  struct stat st;
-  nlink_t nlink = ::fstat(dirfd, &st) == 0 ? st.st_nlink : 0;
-  if (n.listed && nlink == n.nlink && (!full || (nlink == 2 && n.children.empty() && n.links.empty()))) return;
-  n.nlink = nlink;
-  if (n.dir_fd >= 0) ::lseek(dirfd, 0, SEEK_SET);
-  lister_.List(dirfd);
-  if (ReconcileChildren(n, lister_.names())) reshaped_ = true;
-  if (lister_.links() != n.links) reshaped_ = true;
-  n.links = lister_.links();
-  n.listed = true;
-}
-
 bool CgroupfsSource::ListOnly(CgroupNode& n, int rootfd) {
+  if (TreeLister::Unchanged(n)) return true;
   bool temp = false;
   int dirfd = DirFd(n, rootfd, &temp);
   if (dirfd < 0) {
@@ -241,7 +227,7 @@ void CgroupfsSource::UseRoot(const MemoryHierarchy& h, const struct stat& st, in
   // Another tree at the path (remounted, or v1 and v2 switched): nothing
   // known about the old one applies.
   root_.reset();
-  root_ = std::make_unique<CgroupNode>("/", st.st_ino, nullptr, &budget_);
+  root_ = std::make_unique<CgroupNode>("/", st.st_ino, nullptr, &budget_, lister_.watcher());
   root_->last.v1 = h.v1;
   root_path_ = h.root;
   root_dev_ = st.st_dev;
@@ -286,6 +272,7 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
   }
   reshaped_ = false;
   UseRoot(h, root_st, rootfd);
+  lister_.Drain();
   const uint64_t slow_every = std::max<uint64_t>(1, options_.slow_every);
   const bool slow_pass = cycle_++ % slow_every == 0;
   // The full pass lists every directory; it reads every cgroup's files only
@@ -316,13 +303,16 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
     }
     bool read = read_all || n->parent == nullptr || !n->have_reading || n->parent->read_kids;
     bool ok = true;
+    if (lister_.list_all()) n->dirty = true;
     if (n->visited_walk == walk_) {
       ok = n->visit_ok;  // read as a hot child of its parent
+      if (ok && n->dirty) ok = ListOnly(*n, rootfd);  // its event came after the parent read it
     } else if (read) {
       ok = Visit(*n, rootfd, slow_pass);
     } else {
       n->moved = false;
-      if (slow_pass) ok = ListOnly(*n, rootfd);
+      // A cgroup came or went in it (watched), or the full pass (unwatched).
+      if (slow_pass || n->dirty) ok = ListOnly(*n, rootfd);
     }
     if (!ok) {
       n->have_reading = false;
@@ -355,6 +345,7 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
     for (const auto& child : n->children) queue.push_back(child.get());
   }
   if (slow_pass) events_probed_ = true;
+  lister_.WalkDone();
   // Vanished cgroups leave the tree with their descriptors.
   for (CgroupNode* n : order_) {
     auto& ch = n->children;

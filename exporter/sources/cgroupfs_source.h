@@ -43,6 +43,11 @@ struct CgroupfsOptions {
   std::function<bool(absl::string_view path)> exported;
   // Descriptors the collector may keep open; 0: from RLIMIT_NOFILE.
   size_t fd_budget = 0;
+  // Watch every listed directory with inotify (dir_watcher.h): a directory
+  // is listed again when a cgroup is created or removed in it, at once, and
+  // the full pass lists none of the watched ones. Off: every directory is
+  // listed on the full pass (and when a moving one's link count changed).
+  bool watch_dirs = true;
 };
 
 // Where the memory controller lives under a cgroupfs root.
