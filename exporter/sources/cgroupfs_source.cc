@@ -305,8 +305,7 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
     bool ok = true;
     if (lister_.list_all()) n->dirty = true;
     if (n->visited_walk == walk_) {
-      ok = n->visit_ok;  // read as a hot child of its parent
-      if (ok && n->dirty) ok = ListOnly(*n, rootfd);  // its event came after the parent read it
+      ok = n->visit_ok;  // read (and relisted if dirty) as a hot child of its parent
     } else if (read) {
       ok = Visit(*n, rootfd, slow_pass);
     } else {
