@@ -75,6 +75,7 @@ struct CgroupNode {
   DirWatcher* watcher = nullptr;
   int wd = -1;
   bool dirty = false;  // an entry came or went since the last listing
+  bool recheck = false;  // a child had no memory.stat: listed on every full pass
   std::vector<std::string> links;  // symlinks among the children at the last listing
   bool filtered = false;  // `exported` decided
 

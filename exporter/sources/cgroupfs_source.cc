@@ -150,6 +150,9 @@ bool CgroupfsSource::ReadCgroup(CgroupNode& n, int rootfd, bool slow_pass) {
     // children cannot have it either), or the cgroup is being removed.
     if (Gone(err)) {
       n.gone = true;
+      // Its directory opened: not removed, but without memory files, which
+      // may come later without an event (tree_lister.h, recheck).
+      if (n.parent != nullptr) n.parent->recheck = true;
     } else {
       n.stat_failed = true;
       NoteMalformed(absl::StrCat(c.path.str(), "/memory.stat: ", ReadErrorText(err)));
@@ -201,7 +204,7 @@ bool CgroupfsSource::ReadCgroup(CgroupNode& n, int rootfd, bool slow_pass) {
 }
 
 bool CgroupfsSource::ListOnly(CgroupNode& n, int rootfd) {
-  if (TreeLister::Unchanged(n)) return true;
+  if (TreeLister::Unchanged(n, /*full=*/true)) return true;
   bool temp = false;
   int dirfd = DirFd(n, rootfd, &temp);
   if (dirfd < 0) {

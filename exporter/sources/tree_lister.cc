@@ -34,7 +34,7 @@ void TreeLister::Drain() {
 }
 
 bool TreeLister::Relist(CgroupNode& n, int dirfd, bool full) {
-  if (Unchanged(n)) return false;
+  if (Unchanged(n, full)) return false;
   // Watched before it is listed, so that an entry made in between is
   // reported and not lost.
   if (n.wd < 0 && watcher_ != nullptr && watcher_->live()) {

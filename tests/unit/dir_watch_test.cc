@@ -112,6 +112,23 @@ TEST(DirWatchTest, NewAndRemovedCgroupsUnderAStillParentAreSeenInTheNextSample) 
   EXPECT_NE(FindCgroup(s, "/pod/ctr"), nullptr);
 }
 
+// A directory seen before its memory.stat: on v2, memory enabled later in
+// the parent's cgroup.subtree_control (kernfs adds the files without an
+// inotify event); on a fixture tree, the file written after the mkdir. The
+// parent is then listed on every full pass, as without a watch.
+TEST(DirWatchTest, ACgroupWhoseMemoryFilesComeLaterIsFoundOnTheFullPass) {
+  Tree t;
+  std::unique_ptr<Source> src = t.Agent(/*watch=*/true, /*full_every=*/3);
+  Take(*src);  // full
+  std::filesystem::create_directories(t.root / "b" / "late");
+  EXPECT_EQ(FindCgroup(Take(*src), "/b/late"), nullptr) << "no memory.stat yet: not a memory cgroup";
+  WriteFile(t.root / "b" / "late" / "memory.stat", Stat(3, 1));
+  Take(*src);
+  Sample s = Take(*src);  // full
+  ASSERT_NE(FindCgroup(s, "/b/late"), nullptr);
+  EXPECT_EQ(ScanOf(s, "/b/late"), 3u);
+}
+
 TEST(DirWatchTest, WithoutWatchesNewCgroupsWaitForTheFullPass) {
   Tree t;
   std::unique_ptr<Source> src = t.Agent(/*watch=*/false, /*full_every=*/3);
