@@ -255,8 +255,9 @@ int RenderDoctorReport(const Snapshot& before, const Snapshot& s, const DoctorOp
       }
       if (f.clamps_delta > 0) facts.push_back(absl::StrCat("window clamps +", f.clamps_delta));
       if (f.throttled_delta > 0) facts.push_back(absl::StrCat("sock_throttled +", f.throttled_delta));
-      if (c.memory_current && c.memory_max && *c.memory_max != UINT64_MAX) {
-        facts.push_back(absl::StrCat("memory ", Size(*c.memory_current), " of max ", Size(*c.memory_max)));
+      const CgroupLimits& limits = LimitsOf(c.limits);
+      if (limits.memory_current && limits.memory_max && *limits.memory_max != UINT64_MAX) {
+        facts.push_back(absl::StrCat("memory ", Size(*limits.memory_current), " of max ", Size(*limits.memory_max)));
       }
       if (c.swap_bytes && *c.swap_bytes > 0) facts.push_back(absl::StrCat("swap ", Size(*c.swap_bytes)));
       absl::StrAppend(&r, "  - ", Who(c), ": ", absl::StrJoin(facts, "; "), "\n");

@@ -150,8 +150,9 @@ api::v1::CgroupList BuildCgroupList(const Snapshot& s, const EpisodeTracker& epi
       st->set_clamped_sockets(c.best.census->clamped);
     }
     if (c.best.sock_throttled_total) st->set_sock_throttled_total(*c.best.sock_throttled_total);
-    if (c.memory_current) st->set_memory_current_bytes(*c.memory_current);
-    if (c.memory_max && *c.memory_max != UINT64_MAX) st->set_memory_max_bytes(*c.memory_max);
+    const CgroupLimits& limits = LimitsOf(c.limits);
+    if (limits.memory_current) st->set_memory_current_bytes(*limits.memory_current);
+    if (limits.memory_max && *limits.memory_max != UINT64_MAX) st->set_memory_max_bytes(*limits.memory_max);
     if (counters) {
       if (counters->active_episode_id) st->set_active_episode_id(*counters->active_episode_id);
       st->set_episodes_total(counters->episodes_total);

@@ -41,11 +41,14 @@ inline std::vector<LabelRef> CgroupLabels(const CgroupView& c) {
 struct CgroupFamily {
   using Value = std::function<std::optional<double>(const CgroupView&)>;
   using Field = std::optional<uint64_t> CgroupView::*;
+  using LimitField = std::optional<uint64_t> CgroupLimits::*;  // read on the full pass (sample.h)
 
   CgroupFamily(const char* name, MetricKind kind, const char* help, Value value)
       : name(name), kind(kind), help(help), value(std::move(value)) {}
   CgroupFamily(const char* name, MetricKind kind, const char* help, Field field)
       : CgroupFamily(name, kind, help, [field](const CgroupView& c) { return OptValue(c.*field); }) {}
+  CgroupFamily(const char* name, MetricKind kind, const char* help, LimitField field)
+      : CgroupFamily(name, kind, help, [field](const CgroupView& c) { return OptValue(LimitsOf(c.limits).*field); }) {}
 
   const char* name;
   MetricKind kind;

@@ -25,21 +25,22 @@ const std::vector<CgroupFamily>& ContextFamilies() {
        &CgroupView::swap_bytes},
       {"sockpressure_memcg_usage_bytes", MetricKind::kGauge,
        "Memory charged to this cgroup and its descendants (memory.current; v1 memory.usage_in_bytes).",
-       &CgroupView::memory_current},
+       &CgroupLimits::memory_current},
       {"sockpressure_memcg_oom_kills_total", MetricKind::kCounter,
        "Processes the OOM killer killed in this cgroup and its descendants (memory.events oom_kill).",
-       &CgroupView::events_oom_kill},
+       &CgroupLimits::events_oom_kill},
       {"sockpressure_memcg_kmem_tcp_usage_bytes", MetricKind::kGauge,
        "cgroup v1: TCP buffer memory charged to this cgroup (memory.kmem.tcp.usage_in_bytes).",
-       &CgroupView::kmem_tcp_usage},
+       &CgroupLimits::kmem_tcp_usage},
       {"sockpressure_memcg_kmem_tcp_limit_bytes", MetricKind::kGauge,
        "cgroup v1: TCP buffer limit; only when it is set do v1 sockets get a memory cgroup and tcpmem pressure.",
        [](const CgroupView& c) {
-         return c.kmem_tcp_limit ? std::optional<double>(LimitBytes(*c.kmem_tcp_limit)) : std::nullopt;
+         const std::optional<uint64_t>& limit = LimitsOf(c.limits).kmem_tcp_limit;
+         return limit ? std::optional<double>(LimitBytes(*limit)) : std::nullopt;
        }},
       {"sockpressure_memcg_kmem_tcp_failcnt_total", MetricKind::kCounter,
        "cgroup v1: times TCP buffer charges hit the limit (memory.kmem.tcp.failcnt), which sets tcpmem pressure.",
-       &CgroupView::kmem_tcp_failcnt},
+       &CgroupLimits::kmem_tcp_failcnt},
   };
   return families;
 }
@@ -67,7 +68,7 @@ void WriteContextFamilies(const Snapshot& s, const std::vector<std::vector<Label
              "limit_in_bytes as max and soft_limit_in_bytes as high); +Inf when unlimited.",
              MetricKind::kGauge);
   for (size_t i = 0; i < s.cgroups.size(); ++i) {
-    const CgroupView& c = s.cgroups[i];
+    const CgroupLimits& c = LimitsOf(s.cgroups[i].limits);
     const std::pair<const char*, const std::optional<uint64_t>*> limits[] = {
         {"max", &c.memory_max}, {"high", &c.memory_high}, {"low", &c.memory_low},
         {"min", &c.memory_min}, {"swap_max", &c.swap_max}};
@@ -81,7 +82,7 @@ void WriteContextFamilies(const Snapshot& s, const std::vector<std::vector<Label
              "fire while this stays near zero.",
              MetricKind::kCounter);
   for (size_t i = 0; i < s.cgroups.size(); ++i) {
-    const CgroupView& c = s.cgroups[i];
+    const CgroupLimits& c = LimitsOf(s.cgroups[i].limits);
     if (c.psi_some) out.Value(labels[i], {{"kind", "some"}}, static_cast<double>(c.psi_some->total_us) / 1e6);
     if (c.psi_full) out.Value(labels[i], {{"kind", "full"}}, static_cast<double>(c.psi_full->total_us) / 1e6);
   }

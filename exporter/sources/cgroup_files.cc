@@ -76,7 +76,7 @@ int ParseMemoryStat(absl::string_view text, bool v1, CgroupReading& out) {
 }
 
 void ReadSlowFiles(int dirfd, CgroupReading& c, std::string& buf, MalformedFiles& malformed) {
-  static_cast<CgroupLimits&>(c) = CgroupLimits{};
+  CgroupLimits l;
   auto read_value = [&](const char* file, std::optional<uint64_t>& dst, bool v1_limit = false) {
     int e = 0;
     if (!ReadKernelFileAt(dirfd, file, buf, e)) return;  // absent on this kernel or level: fine
@@ -85,33 +85,35 @@ void ReadSlowFiles(int dirfd, CgroupReading& c, std::string& buf, MalformedFiles
     dst = v1_limit ? NormalizeV1Limit(*parsed) : *parsed;
   };
   if (c.v1) {
-    read_value("memory.usage_in_bytes", c.memory_current);
-    read_value("memory.limit_in_bytes", c.memory_max, true);
-    read_value("memory.soft_limit_in_bytes", c.memory_high, true);
-    read_value("memory.kmem.tcp.usage_in_bytes", c.kmem_tcp_usage);
-    read_value("memory.kmem.tcp.limit_in_bytes", c.kmem_tcp_limit, true);
-    read_value("memory.kmem.tcp.failcnt", c.kmem_tcp_failcnt);
+    read_value("memory.usage_in_bytes", l.memory_current);
+    read_value("memory.limit_in_bytes", l.memory_max, true);
+    read_value("memory.soft_limit_in_bytes", l.memory_high, true);
+    read_value("memory.kmem.tcp.usage_in_bytes", l.kmem_tcp_usage);
+    read_value("memory.kmem.tcp.limit_in_bytes", l.kmem_tcp_limit, true);
+    read_value("memory.kmem.tcp.failcnt", l.kmem_tcp_failcnt);
+    c.limits = std::make_shared<const CgroupLimits>(std::move(l));
     return;
   }
-  read_value("memory.current", c.memory_current);
-  read_value("memory.max", c.memory_max);
-  read_value("memory.high", c.memory_high);
-  read_value("memory.low", c.memory_low);
-  read_value("memory.min", c.memory_min);
-  read_value("memory.swap.current", c.swap_current);
-  read_value("memory.swap.max", c.swap_max);
+  read_value("memory.current", l.memory_current);
+  read_value("memory.max", l.memory_max);
+  read_value("memory.high", l.memory_high);
+  read_value("memory.low", l.memory_low);
+  read_value("memory.min", l.memory_min);
+  read_value("memory.swap.current", l.swap_current);
+  read_value("memory.swap.max", l.swap_max);
   int e = 0;
   if (ReadKernelFileAt(dirfd, "memory.events", buf, e)) {
     FlatKeyed ev = ParseFlatKeyed(buf);
-    c.events_oom_kill = ev.Get("oom_kill");
+    l.events_oom_kill = ev.Get("oom_kill");
     if (!ev.bad_lines.empty()) malformed.Note(absl::StrCat(c.path.str(), "/memory.events: malformed"));
   }
   if (ReadKernelFileAt(dirfd, "memory.pressure", buf, e)) {
     Psi psi = ParsePsi(buf);
-    c.psi_some = psi.some;
-    c.psi_full = psi.full;
+    l.psi_some = psi.some;
+    l.psi_full = psi.full;
     if (psi.malformed) malformed.Note(absl::StrCat(c.path.str(), "/memory.pressure: malformed"));
   }
+  c.limits = std::make_shared<const CgroupLimits>(std::move(l));
 }
 
 void ChildLister::NoteLink(int dirfd, const char* name) {

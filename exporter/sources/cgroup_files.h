@@ -29,7 +29,7 @@ struct MalformedFiles {
   }
 };
 
-// Reads the slow files of the cgroup open at `dirfd` into `c`'s limits
+// Reads the slow files of the cgroup open at `dirfd` into a new c.limits
 // (v1 or v2 names by c.v1); `buf` is scratch space. A file that is absent
 // (this kernel or level has none) leaves its value unset.
 void ReadSlowFiles(int dirfd, CgroupReading& c, std::string& buf, MalformedFiles& malformed);

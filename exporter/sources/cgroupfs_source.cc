@@ -170,9 +170,9 @@ bool CgroupfsSource::ReadCgroup(CgroupNode& n, int rootfd, bool slow_pass) {
   if (slow_pass) {
     if (options_.read_context) ReadSlowFiles(dirfd, c, buf_, malformed_);
   } else {
-    static_cast<CgroupLimits&>(c) = static_cast<const CgroupLimits&>(n.last);
+    c.limits = n.last.limits;
   }
-  if (!c.v1) c.swap_bytes = c.swap_current;
+  if (!c.v1) c.swap_bytes = LimitsOf(c.limits).swap_current;
   // sock_throttled (6.19+) is counted on the socket's own memcg, in
   // memory.events.local, and on every ancestor in memory.events: a still
   // hierarchical count means a still subtree, as for pgscan.

@@ -10,6 +10,7 @@
 #include <bitset>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -28,9 +29,10 @@ const std::vector<absl::string_view>& ExportedTcpExtCounters();  // netstat_sour
 enum class CgroupMode { kUnknown, kUnified, kHybrid, kLegacy };
 absl::string_view CgroupModeName(CgroupMode mode);
 
-// A cgroup's limits and context from cgroupfs (read on the slow pass, every
-// ~10 s). One struct from the cgroupfs collector's cache through the sample
-// to the snapshot, so each stage copies it whole.
+// A cgroup's limits and context from cgroupfs (read on the full pass, every
+// ~10 s, with the context series only). Read once into an immutable object
+// that the walk's node, the samples and the snapshots share until the next
+// full pass: 256 bytes a cgroup held once, not in each stage.
 struct CgroupLimits {
   // memory.current/max/high/low/min, memory.swap.current/max (v1: usage/limit).
   std::optional<uint64_t> memory_current, memory_max, memory_high, memory_low, memory_min;
@@ -42,10 +44,18 @@ struct CgroupLimits {
   // v1 only: memory.kmem.tcp.* (v1 sockets are throttled by tcpmem pressure).
   std::optional<uint64_t> kmem_tcp_usage, kmem_tcp_limit, kmem_tcp_failcnt;
 };
+// nullptr: none read (the core profile, or not yet).
+using SharedLimits = std::shared_ptr<const CgroupLimits>;
+// The limits, or an empty set (every value unset) for nullptr.
+inline const CgroupLimits& LimitsOf(const SharedLimits& limits) {
+  static const CgroupLimits kNone;
+  return limits ? *limits : kNone;
+}
 
 // One memory cgroup as read from cgroupfs. Counters are as the kernel reports
 // them: memory.stat is hierarchical on v2 (includes descendants).
-struct CgroupReading : CgroupLimits {
+struct CgroupReading {
+  SharedLimits limits;
   SharedPath path;     // relative to the memory hierarchy root, "/" for the root; the walk's own string
   uint64_t id = 0;     // cgroup id == inode of the directory == kernfs id
   int parent = -1;     // index into Sample::cgroups, -1 for the root

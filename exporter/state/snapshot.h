@@ -58,7 +58,8 @@ struct TierValues {
   std::optional<uint64_t> sock_throttled_total;
 };
 
-struct CgroupView : CgroupLimits {
+struct CgroupView {
+  SharedLimits limits;  // context series only; shared with the walk and the sample (sample.h)
   SharedPath path;  // shared with the sample and the walk (shared_path.h)
   uint64_t id = 0;
   int parent = -1;  // index into Snapshot::cgroups

@@ -300,7 +300,7 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
     v.file_bytes = c.file_bytes;
     v.sock_bytes = c.sock_bytes;
     v.swap_bytes = c.swap_bytes;
-    static_cast<CgroupLimits&>(v) = c;
+    v.limits = std::move(c.limits);
     snap->cgroups.push_back(std::move(v));
   }
   // Once a cgroup was folded, its ancestors carry folded counts for good.

@@ -273,7 +273,9 @@ TEST(KubeIdentityTest, LabelsReachTheExposition) {
     size_t slash = row.path.rfind('/');
     std::string parent = slash == 0 ? "/" : row.path.substr(0, slash);
     c.parent = row.path == "/" ? -1 : index.count(parent) ? index[parent] : 0;
-    c.memory_current = 4096;
+    CgroupLimits limits;
+    limits.memory_current = 4096;
+    c.limits = std::make_shared<const CgroupLimits>(limits);
     index[row.path] = static_cast<int>(sample.cgroups.size());
     sample.cgroups.push_back(c);
   }

@@ -51,11 +51,11 @@ TEST(CgroupfsSourceTest, UnifiedHierarchyBreadthFirstWithMemoryOnly) {
   EXPECT_EQ(a->anon_bytes, 419430400u);
   EXPECT_EQ(a->sock_bytes, 5242880u);
   EXPECT_EQ(a->swap_bytes, 241172480u);
-  EXPECT_EQ(a->memory_max, UINT64_MAX);  // "max"
-  EXPECT_EQ(a->memory_low, 0u);
+  EXPECT_EQ(LimitsOf(a->limits).memory_max, UINT64_MAX);  // "max"
+  EXPECT_EQ(LimitsOf(a->limits).memory_low, 0u);
   EXPECT_FALSE(a->sock_throttled_local.has_value()) << "6.1 has no sock_throttled";
-  ASSERT_TRUE(a->psi_some);
-  EXPECT_EQ(a->psi_some->total_us, 2400u);
+  ASSERT_TRUE(LimitsOf(a->limits).psi_some);
+  EXPECT_EQ(LimitsOf(a->limits).psi_some->total_us, 2400u);
   EXPECT_NE(a->id, 0u);
   EXPECT_EQ(s.IndexOfId(a->id), static_cast<int>(a - s.cgroups.data()));
   EXPECT_TRUE(s.IsLive(Signal::kReclaim, Tier::kMemoryStat));
@@ -82,9 +82,9 @@ TEST(CgroupfsSourceTest, HybridUsesV1MemoryController) {
   EXPECT_TRUE(k->v1);
   EXPECT_EQ(k->anon_bytes, 96333824u);  // total_rss
   EXPECT_EQ(k->file_bytes, 461088256u);  // total_cache
-  EXPECT_EQ(k->kmem_tcp_limit, 104857600u);
-  EXPECT_EQ(k->kmem_tcp_failcnt, 7u);
-  EXPECT_EQ(FindCgroup(s, "/")->memory_max, UINT64_MAX) << "v1 'unlimited' shown as +Inf";
+  EXPECT_EQ(LimitsOf(k->limits).kmem_tcp_limit, 104857600u);
+  EXPECT_EQ(LimitsOf(k->limits).kmem_tcp_failcnt, 7u);
+  EXPECT_EQ(LimitsOf(FindCgroup(s, "/")->limits).memory_max, UINT64_MAX) << "v1 'unlimited' shown as +Inf";
   EXPECT_FALSE(k->pgscan.has_value()) << "v1 memory.stat has no pgscan";
   EXPECT_FALSE(s.IsLive(Signal::kReclaim, Tier::kMemoryStat));
 }
@@ -105,11 +105,11 @@ TEST(CgroupfsSourceTest, MalformedFilesAreReportedButGoodDataKept) {
   EXPECT_EQ(a->pgscan, 586833u) << "good lines of a file with bad lines are kept";
   const CgroupReading* b = FindCgroup(s, "/workload.slice/cache.service");
   ASSERT_NE(b, nullptr);
-  EXPECT_FALSE(b->swap_current.has_value()) << "missing file is just absent";
-  EXPECT_FALSE(b->psi_some.has_value());
+  EXPECT_FALSE(LimitsOf(b->limits).swap_current.has_value()) << "missing file is just absent";
+  EXPECT_FALSE(LimitsOf(b->limits).psi_some.has_value());
   const CgroupReading* sys = FindCgroup(s, "/system.slice");
   ASSERT_NE(sys, nullptr);
-  EXPECT_FALSE(sys->memory_max.has_value());
+  EXPECT_FALSE(LimitsOf(sys->limits).memory_max.has_value());
   EXPECT_EQ(FindCgroup(s, "/workload.slice/dying.service"), nullptr) << "a cgroup without memory.stat is skipped";
 }
 

@@ -43,7 +43,9 @@ Snapshot SmallSnapshot() {
   a.best.pressure_events_total = 39;
   a.best.pressure_seconds_total = 1.5;
   a.pressure_active = true;
-  a.memory_max = UINT64_MAX;
+  CgroupLimits unlimited;
+  unlimited.memory_max = UINT64_MAX;
+  a.limits = std::make_shared<const CgroupLimits>(unlimited);
   s.cgroups = {root, a};
   s.signal_tier[static_cast<int>(Signal::kReclaim)] = Tier::kMemoryStat;
   s.collectors = {{"cgroupfs", true, 0.01, ""}};
@@ -88,7 +90,9 @@ TEST(SnapshotMetricsTest, CoreProfileByDefault) {
   quiet.tier[static_cast<int>(Signal::kClampedSockets)] = Tier::kTpBtf;
   quiet.best.census = SocketCensus{};  // no sockets
   quiet.anon_bytes = 4096;
-  quiet.memory_max = UINT64_MAX;
+  CgroupLimits unlimited;
+  unlimited.memory_max = UINT64_MAX;
+  quiet.limits = std::make_shared<const CgroupLimits>(unlimited);
   s.cgroups.push_back(quiet);
   auto w = NewTextWriter();
   WriteSnapshotMetrics(s, {"0.1.0", "abc", "GNU 12"}, {}, *w);
