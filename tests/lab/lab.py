@@ -179,13 +179,20 @@ class Prom:
     def __init__(self, port):
         self.base = f"http://127.0.0.1:{port}"
 
-    def query(self, expr):
+    def query(self, expr, timeout=5.0, strict=False):
+        """The instant vector of `expr`; [] when the query fails, or with `strict` an exception
+        (a query over every churned cgroup can outlast the default timeout on a busy host, and an
+        empty answer would then read as "none seen" or "none pressured")."""
         url = f"{self.base}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
         try:
-            d = json.loads(http_get(url, 5.0))
-        except Exception:
+            d = json.loads(http_get(url, timeout))
+        except Exception as e:
+            if strict:
+                raise RuntimeError(f"Prometheus query failed ({e}): {expr}") from e
             return []
         if d.get("status") != "success":
+            if strict:
+                raise RuntimeError(f"Prometheus query failed ({d.get('error')}): {expr}")
             return []
         return [(r["metric"], float(r["value"][1])) for r in d["data"]["result"]]
 
@@ -551,11 +558,18 @@ def collect_churn(res, args, guest, stack, agent_host_port):
             res["errors"].append(f"agent scrape after the churn: {e}")
         p = stack.prom
         rng = f"[{int(time.time() - guest.started) + 30}s]"
-        res["churn"]["seen_cgroups"] = p.scalar(
-            f'count(count by (cgroup) (last_over_time({{__name__=~"sockpressure_.+",cgroup=~"/churn/.+"}}{rng})))')
-        res["churn"]["pressured_cgroups"] = sorted({m.get("cgroup") for m, v in p.query(
-            f'max_over_time({{__name__=~"sockpressure_(memcg_socket_pressure_events|tcp_window_clamps)_total",'
-            f'cgroup=~"/churn.*"}}{rng}) > 0')})
+        # Every churned cgroup is exported while it lives (thousands of cgroups, tens of series each
+        # with --signal.all-tiers): these queries take seconds, so they get a minute, and a failure
+        # is an error, never an empty answer.
+        try:
+            seen = p.query(f'count(count by (cgroup) (last_over_time('
+                           f'{{__name__=~"sockpressure_.+",cgroup=~"/churn/.+"}}{rng})))', 60, strict=True)
+            res["churn"]["seen_cgroups"] = seen[0][1] if seen else 0
+            res["churn"]["pressured_cgroups"] = sorted({m.get("cgroup") for m, v in p.query(
+                f'max_over_time({{__name__=~"sockpressure_(memcg_socket_pressure_events|tcp_window_clamps)_total",'
+                f'cgroup=~"/churn.*"}}{rng}) > 0', 60, strict=True)})
+        except RuntimeError as e:
+            res["errors"].append(f"churn: {e}")
 
 
 def collect_guest(res, guest):
