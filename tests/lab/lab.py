@@ -565,9 +565,14 @@ def collect_churn(res, args, guest, stack, agent_host_port):
             seen = p.query(f'count(count by (cgroup) (last_over_time('
                            f'{{__name__=~"sockpressure_.+",cgroup=~"/churn/.+"}}{rng})))', 60, strict=True)
             res["churn"]["seen_cgroups"] = seen[0][1] if seen else 0
-            res["churn"]["pressured_cgroups"] = sorted({m.get("cgroup") for m, v in p.query(
-                f'max_over_time({{__name__=~"sockpressure_(memcg_socket_pressure_events|tcp_window_clamps)_total",'
-                f'cgroup=~"/churn.*"}}{rng}) > 0', 60, strict=True)})
+            # One family per query: max_over_time drops the metric name, and two families with the
+            # same labels in one vector are an error ("vector cannot contain metrics with the same
+            # labelset"), which the lenient client used to read as "no churned cgroup pressured".
+            res["churn"]["pressured_cgroups"] = sorted({
+                m.get("cgroup")
+                for fam in ("memcg_socket_pressure_events_total", "tcp_window_clamps_total")
+                for m, v in p.query(f'max_over_time(sockpressure_{fam}{{cgroup=~"/churn.*"}}{rng}) > 0',
+                                    60, strict=True)})
         except RuntimeError as e:
             res["errors"].append(f"churn: {e}")
 
