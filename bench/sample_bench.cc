@@ -3,7 +3,8 @@
 // usage: sample_bench CGROUP_ROOT CYCLES [RECLAIMING_PERCENT...]
 // For each RECLAIMING_PERCENT (default: 1 and 100), a fresh agent samples the
 // tree for one full-pass period (warm-up, printed on its own), then CYCLES
-// times (a multiple of 10 keeps the full passes in proportion). Before every cycle the bench moves the pgscan/pgsteal
+// times (a multiple of 10 keeps the full passes in proportion). Before
+// every cycle the bench moves the pgscan/pgsteal
 // counters of that share of the leaf cgroups and of their ancestors (v2
 // memory.stat is hierarchical), rewriting memory.stat in place as the kernel
 // does; that work is outside the measured CPU. Measured in the same run: the

@@ -308,7 +308,10 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
     bool ok = true;
     if (lister_.list_all()) n->dirty = true;
     if (n->visited_walk == walk_) {
-      ok = n->visit_ok;  // read (and relisted if dirty) as a hot child of its parent
+      // Read as a hot child of its parent, and relisted then if its
+      // directory had an event; after lost events (list_all) it is marked
+      // only now, so it is listed in the next walk.
+      ok = n->visit_ok;
     } else if (read) {
       ok = Visit(*n, rootfd, slow_pass);
     } else {
