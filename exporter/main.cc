@@ -192,8 +192,6 @@ int Run(int argc, char** argv) {
     metrics.AddWriter([p = pusher.get()](const Snapshot&, MetricWriter& w) { p->WriteMetrics(w); });
     SP_LOG_INFO("pushing alerts to ", absl::StrJoin(am->urls, ","), " as instance=\"", am->instance, "\"");
   }
-  sampler.AddListener([&metrics](const std::shared_ptr<const Snapshot>& s) { metrics.DropStale(s->sequence); });
-  sampler.AddBeforeCycle([&metrics] { metrics.DropCached(); });
   sampler.AddListener([&episodes, p = pusher.get()](const std::shared_ptr<const Snapshot>& s) {
     episodes.Observe(*s);
     if (p != nullptr) p->Update(episodes.OpenAndJustClosed(), s->unix_millis);

@@ -33,7 +33,12 @@ class MetricWriter {
   // Families collected by prometheus-cpp (the agent's own HTTP metrics),
   // written through Family()/Value(); counters and gauges only.
   void PromCppFamilies(const std::vector<prometheus::MetricFamily>& families);
-  // Finishes the output and returns it.
+  // Returns the output of the families written so far, as far as it is
+  // final, and forgets it: a caller streaming the exposition takes it after
+  // each family it wrote (the text of an open family may come out in two
+  // takes; protobuf keeps the open family until it is complete).
+  virtual std::string TakeFinished() = 0;
+  // Finishes the output and returns what was not taken yet.
   virtual std::string Finish() = 0;
 };
 

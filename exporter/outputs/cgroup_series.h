@@ -59,22 +59,26 @@ struct CgroupFamily {
 // How many cgroups ahead WriteCgroupFamilyList asks for a path.
 constexpr size_t kPrefetchAhead = 8;
 
-// Writes `families` over every cgroup of `s`; `labels[i]` belongs to s.cgroups[i].
+// Writes family `f` over every cgroup of `s`; `labels[i]` belongs to s.cgroups[i].
+inline void WriteCgroupFamily(const CgroupFamily& f, const Snapshot& s,
+                              const std::vector<std::vector<LabelRef>>& labels, MetricWriter& out) {
+  out.Family(f.name, f.help, f.kind);
+  for (size_t i = 0; i < s.cgroups.size(); ++i) {
+    // The paths live with the walk's nodes, scattered over the heap
+    // (shared_path.h), and every family reads all of them again: ask for
+    // a path a few cgroups ahead so it is in cache when its turn comes.
+    if (i + kPrefetchAhead < labels.size() && !labels[i + kPrefetchAhead].empty()) {
+      absl::string_view ahead = labels[i + kPrefetchAhead][0].value;
+      for (size_t at = 0; at < ahead.size(); at += 64) __builtin_prefetch(ahead.data() + at);
+    }
+    if (std::optional<double> v = f.value(s.cgroups[i])) out.Value(labels[i], {}, *v);
+  }
+}
+
+// Writes `families` over every cgroup of `s`, one after the other.
 inline void WriteCgroupFamilyList(const std::vector<CgroupFamily>& families, const Snapshot& s,
                                   const std::vector<std::vector<LabelRef>>& labels, MetricWriter& out) {
-  for (const CgroupFamily& f : families) {
-    out.Family(f.name, f.help, f.kind);
-    for (size_t i = 0; i < s.cgroups.size(); ++i) {
-      // The paths live with the walk's nodes, scattered over the heap
-      // (shared_path.h), and every family reads all of them again: ask for
-      // a path a few cgroups ahead so it is in cache when its turn comes.
-      if (i + kPrefetchAhead < labels.size() && !labels[i + kPrefetchAhead].empty()) {
-        absl::string_view ahead = labels[i + kPrefetchAhead][0].value;
-        for (size_t at = 0; at < ahead.size(); at += 64) __builtin_prefetch(ahead.data() + at);
-      }
-      if (std::optional<double> v = f.value(s.cgroups[i])) out.Value(labels[i], {}, *v);
-    }
-  }
+  for (const CgroupFamily& f : families) WriteCgroupFamily(f, s, labels, out);
 }
 
 inline bool HasSignal(const CgroupView& c, Signal s) { return c.tier[static_cast<int>(s)] != Tier::kNone; }

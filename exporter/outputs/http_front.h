@@ -12,7 +12,8 @@
 // go either to an inline handler on the I/O thread (/healthz: cheap, so no
 // /metrics burst can starve it) or to a small worker pool through a queue
 // bounded by max_requests (more get 503). Workers only compute responses; the
-// I/O thread writes them. Over max_connections, the oldest connection that is
+// I/O thread writes them; a streamed body goes back to a worker for each next
+// piece once the last is sent. Over max_connections, the oldest connection that is
 // not being served is shed.
 #pragma once
 
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "exporter/outputs/body_stream.h"
 #include "exporter/outputs/http_request.h"
 #include "exporter/outputs/listener.h"
 
@@ -39,17 +41,20 @@ struct FrontResponse {
   FrontResponse(int s, std::vector<std::pair<std::string, std::string>> h, std::string b)
       : status(s), headers(std::move(h)), body(std::move(b)) {}
   int status = 200;
-  std::vector<std::pair<std::string, std::string>> headers;  // Content-Length and Connection are added
+  // Content-Length (or Transfer-Encoding) and Connection are added.
+  std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
-  // When set, the body instead of `body`: a rendering shared with other
-  // responses (the /metrics cache). It is written from where it is, never
-  // copied, so serving N scrapers of one sample holds one body, not N + 1.
-  std::shared_ptr<const std::string> shared_body;
+  // When set, the body instead of `body` (worker handlers only): produced a
+  // piece at a time while it is written, with the chunked transfer coding
+  // (HTTP/1.0: no length, the connection closes after it). Once a piece is
+  // sent, a worker produces the next, so a response holds one piece of its
+  // body, never the whole (the /metrics exposition is MBs).
+  std::unique_ptr<BodyStream> stream;
 };
 
 struct FrontOptions {
   double request_timeout_seconds = 10;  // whole request head (TLS handshake included), idle keep-alive too
-  double write_timeout_seconds = 10;    // whole response, plus 1 s per MB of it
+  double write_timeout_seconds = 10;    // whole response, plus 1 s per MB of it (as its pieces come)
   int max_requests = 40;                // queued + running in workers; more get 503 at once
   int workers = 4;
   int max_connections = 1000;  // lowered to fit RLIMIT_NOFILE
@@ -75,13 +80,18 @@ class HttpFront {
   struct Conn;
   struct Done {
     uint64_t id;
-    std::string bytes;                         // head (and an own body)
-    std::shared_ptr<const std::string> shared;  // a shared body, written after `bytes`
-    bool keep_alive;
+    std::string bytes;                   // on the wire as they are: head, body or a framed piece of it
+    std::unique_ptr<BodyStream> stream;  // more of the body, to produce once `bytes` are sent
+    bool keep_alive = true;
+    bool chunked = false;    // the stream's pieces are framed as chunks
+    bool continued = false;  // `bytes` continue a response already begun
+    bool abort = false;      // the body failed midway: close the connection
   };
   struct Job {
     uint64_t id;
     RequestHead head;
+    std::unique_ptr<BodyStream> stream;  // set: produce the next piece of this body, not a response
+    bool chunked = false;
   };
 
   void Loop();
@@ -90,7 +100,9 @@ class HttpFront {
   void ReadMore(Conn* c);
   void TryRequest(Conn* c);
   void Respond(Conn* c, const RequestHead* head, FrontResponse r, bool keep_alive);
-  void Queue(Conn* c, std::string bytes, std::shared_ptr<const std::string> shared, bool keep_alive);
+  void Queue(Conn* c, std::string bytes, std::unique_ptr<BodyStream> stream, bool keep_alive, bool chunked);
+  void Continue(Conn* c, std::string bytes, std::unique_ptr<BodyStream> stream);
+  void Push(Job job);
   void WriteMore(Conn* c);
   void Finished(Conn* c);
   void Close(Conn* c);
@@ -99,9 +111,8 @@ class HttpFront {
   void Sweep();
   void TakeDone();
   void Work();
+  Done Answer(Job job);
   static std::string Serialize(const RequestHead* head, const FrontResponse& r, bool keep_alive);
-  // The shared body to write after Serialize()'s bytes (none for HEAD).
-  static std::shared_ptr<const std::string> SharedBody(const RequestHead* head, const FrontResponse& r);
 
   FrontOptions options_;
   std::function<bool(const RequestHead&, FrontResponse*)> inline_handler_;

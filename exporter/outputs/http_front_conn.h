@@ -30,8 +30,9 @@ struct HttpFront::Conn {
   SSL* ssl = nullptr;
   State state = kReading;
   std::string in, out;
-  std::shared_ptr<const std::string> shared;  // written after `out`
-  size_t out_off = 0;                         // into `out`, then on into `shared`
+  size_t out_off = 0;                  // into `out`
+  std::unique_ptr<BodyStream> stream;  // the rest of the body, after `out`
+  bool chunked = false;                // its pieces are framed as chunks
   double deadline = 0;  // of the current read or write phase
   double since = 0;     // start of the current read phase, for shedding the oldest
   bool keep_alive = true;

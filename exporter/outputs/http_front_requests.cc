@@ -45,41 +45,53 @@ void HttpFront::TryRequest(Conn* c) {
     FrontResponse busy{503, {{"Content-Type", "text/plain"}, {"Retry-After", "1"}}, "too many concurrent requests\n"};
     return Respond(c, &head, std::move(busy), head.keep_alive);
   }
-  ++in_flight_;
   c->state = Conn::kServing;
   Watch(c, false, false);
+  Push({c->id, std::move(head), nullptr, false});
+}
+
+void HttpFront::Push(Job job) {
+  ++in_flight_;  // paired with the decrement in TakeDone
   {
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back({c->id, std::move(head)});
+    jobs_.push_back(std::move(job));
   }
   cv_.notify_one();
 }
 
 void HttpFront::Respond(Conn* c, const RequestHead* head, FrontResponse r, bool keep_alive) {
+  // Inline handlers and refusals answer with `body`, never a stream.
   if (observe_) observe_(head != nullptr ? head->path : "", r.status);
-  Queue(c, Serialize(head, r, keep_alive), SharedBody(head, r), keep_alive);
+  Queue(c, Serialize(head, r, keep_alive), nullptr, keep_alive, false);
 }
 
-void HttpFront::Queue(Conn* c, std::string bytes, std::shared_ptr<const std::string> shared, bool keep_alive) {
-  c->out = std::move(bytes);
-  c->shared = std::move(shared);
-  c->out_off = 0;
+void HttpFront::Queue(Conn* c, std::string bytes, std::unique_ptr<BodyStream> stream, bool keep_alive,
+                      bool chunked) {
   c->keep_alive = keep_alive && !c->eof;
-  c->state = Conn::kWriting;
+  c->chunked = chunked;
   // Whole-response deadline, stretched for large bodies at 1 MB/s (a 40 MB
-  // exposition to a remote scraper) but still bounded against slow readers.
-  const size_t total = c->out.size() + (c->shared ? c->shared->size() : 0);
-  c->deadline = HttpFrontNow() + options_.write_timeout_seconds + static_cast<double>(total) / 1e6;
+  // exposition to a remote scraper) but still bounded against slow readers;
+  // each further piece of a stream stretches it by its own size (Continue).
+  c->deadline = HttpFrontNow() + options_.write_timeout_seconds + static_cast<double>(bytes.size()) / 1e6;
+  Continue(c, std::move(bytes), std::move(stream));
+}
+
+void HttpFront::Continue(Conn* c, std::string bytes, std::unique_ptr<BodyStream> stream) {
+  if (c->state == Conn::kServing && c->out_off > 0) {  // a further piece: the deadline runs on
+    c->deadline += static_cast<double>(bytes.size()) / 1e6;
+  }
+  c->out = std::move(bytes);
+  c->out_off = 0;
+  c->stream = std::move(stream);
+  c->state = Conn::kWriting;
   WriteMore(c);
 }
 
 void HttpFront::WriteMore(Conn* c) {
-  const size_t head = c->out.size();
-  const size_t total = head + (c->shared ? c->shared->size() : 0);
+  const size_t total = c->out.size();
   while (c->out_off < total) {
-    // The head, then the shared body, each from where it lies.
-    const char* p = c->out_off < head ? c->out.data() + c->out_off : c->shared->data() + (c->out_off - head);
-    size_t left = c->out_off < head ? head - c->out_off : total - c->out_off;
+    const char* p = c->out.data() + c->out_off;
+    size_t left = total - c->out_off;
     if (c->ssl != nullptr) {
       ERR_clear_error();
       int n = SSL_write(c->ssl, p, static_cast<int>(std::min<size_t>(left, 1 << 20)));
@@ -91,9 +103,9 @@ void HttpFront::WriteMore(Conn* c) {
       }
       c->out_off += static_cast<size_t>(n);
     } else {
-      // MSG_MORE while the shared body follows the head: one segment, not two.
-      int more = c->out_off < head && total > head ? MSG_MORE : 0;
-      ssize_t n = ::send(c->fd, p, left, MSG_NOSIGNAL | more);
+      // MSG_MORE while more of the body follows: no half-empty segment at
+      // the end of each piece.
+      ssize_t n = ::send(c->fd, p, left, MSG_NOSIGNAL | (c->stream ? MSG_MORE : 0));
       if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) return Watch(c, false, true);
         if (errno == EINTR) continue;
@@ -102,7 +114,14 @@ void HttpFront::WriteMore(Conn* c) {
       c->out_off += static_cast<size_t>(n);
     }
   }
-  Finished(c);
+  if (!c->stream) return Finished(c);
+  // This piece is out: a worker produces the next. out_off stays > 0 until
+  // then, which tells Continue() that the response goes on.
+  c->out.clear();
+  c->out.shrink_to_fit();
+  c->state = Conn::kServing;
+  Watch(c, false, false);
+  Push({c->id, RequestHead{}, std::move(c->stream), c->chunked});
 }
 
 void HttpFront::Finished(Conn* c) {
@@ -113,7 +132,7 @@ void HttpFront::Finished(Conn* c) {
   }
   c->out.clear();
   c->out.shrink_to_fit();  // an idle connection should not pin a /metrics-sized buffer
-  c->shared.reset();      // nor a rendering that a newer sample has replaced
+  c->out_off = 0;
   c->state = Conn::kReading;
   c->since = HttpFrontNow();
   c->deadline = c->since + options_.request_timeout_seconds;
@@ -131,11 +150,78 @@ void HttpFront::TakeDone() {
     done.swap(done_);
   }
   for (Done& d : done) {
-    --in_flight_;  // the only decrement, paired with the increment in TryRequest
+    --in_flight_;  // the only decrement, paired with the increment in Push
     auto it = conns_.find(d.id);
     if (it == conns_.end() || it->second->state != Conn::kServing) continue;  // client went away
-    Queue(it->second.get(), std::move(d.bytes), std::move(d.shared), d.keep_alive);
+    Conn* c = it->second.get();
+    if (d.abort) {
+      Close(c);  // a chunked body without its last chunk: the client sees it cut short
+    } else if (d.continued) {
+      Continue(c, std::move(d.bytes), std::move(d.stream));
+    } else {
+      Queue(c, std::move(d.bytes), std::move(d.stream), d.keep_alive, d.chunked);
+    }
   }
+}
+
+namespace {
+
+// Appends a piece of a streamed body as it goes on the wire: a chunk of the
+// chunked transfer coding (RFC 9112 section 7.1), followed by the last chunk
+// when it ends the body; as it is for HTTP/1.0.
+void AppendPiece(const std::string& piece, bool last, bool chunked, std::string* out) {
+  if (!chunked) {
+    *out += piece;
+    return;
+  }
+  if (!piece.empty()) absl::StrAppend(out, absl::Hex(piece.size()), "\r\n", piece, "\r\n");  // empty = the end
+  if (last) *out += "0\r\n\r\n";
+}
+
+}  // namespace
+
+HttpFront::Done HttpFront::Answer(Job job) {
+  Done d;
+  d.id = job.id;
+  if (job.stream) {  // the next piece of a body being written
+    d.continued = true;
+    d.chunked = job.chunked;
+    d.stream = std::move(job.stream);
+    try {
+      std::string piece;
+      const bool more = d.stream->Next(&piece);
+      AppendPiece(piece, !more, d.chunked, &d.bytes);
+      if (!more) d.stream.reset();
+    } catch (const std::exception& e) {
+      SP_LOG_ERROR("HTTP response body failed midway: ", e.what());
+      d.abort = true;
+      d.stream.reset();
+    }
+    return d;
+  }
+  FrontResponse r;
+  std::string first;  // the first piece of a streamed body (HEAD too: its head says what GET would send)
+  try {
+    handler_(job.head, &r);
+    if (r.stream && !r.stream->Next(&first)) {
+      // The whole body in one piece (a small node): a plain body with its length.
+      r.body = std::move(first);
+      r.stream.reset();
+    }
+  } catch (const std::exception& e) {
+    SP_LOG_ERROR("HTTP handler for ", job.head.path, " failed: ", e.what());
+    r = {500, {{"Content-Type", "text/plain"}}, "internal error\n"};
+  }
+  if (observe_) observe_(job.head.path, r.status);
+  // HTTP/1.0 has no chunks: a streamed body ends where the connection does.
+  d.keep_alive = job.head.keep_alive && (!r.stream || job.head.http11);
+  d.chunked = job.head.http11;
+  d.bytes = Serialize(&job.head, r, d.keep_alive);
+  if (r.stream && job.head.method != "HEAD") {
+    AppendPiece(first, false, d.chunked, &d.bytes);
+    d.stream = std::move(r.stream);
+  }
+  return d;
 }
 
 void HttpFront::Work() {
@@ -152,15 +238,7 @@ void HttpFront::Work() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    FrontResponse r;
-    try {
-      handler_(job.head, &r);
-    } catch (const std::exception& e) {
-      SP_LOG_ERROR("HTTP handler for ", job.head.path, " failed: ", e.what());
-      r = {500, {{"Content-Type", "text/plain"}}, "internal error\n"};
-    }
-    if (observe_) observe_(job.head.path, r.status);
-    Done d{job.id, Serialize(&job.head, r, job.head.keep_alive), SharedBody(&job.head, r), job.head.keep_alive};
+    Done d = Answer(std::move(job));
     {
       std::lock_guard<std::mutex> lock(mu_);
       done_.push_back(std::move(d));
@@ -173,16 +251,14 @@ void HttpFront::Work() {
 std::string HttpFront::Serialize(const RequestHead* head, const FrontResponse& r, bool keep_alive) {
   std::string out = absl::StrCat("HTTP/1.1 ", r.status, " ", StatusText(r.status), "\r\n");
   for (const auto& [k, v] : r.headers) absl::StrAppend(&out, k, ": ", v, "\r\n");
-  const size_t length = r.shared_body ? r.shared_body->size() : r.body.size();
-  absl::StrAppend(&out, "Content-Length: ", length, "\r\nConnection: ", keep_alive ? "keep-alive" : "close",
-                  "\r\n\r\n");
-  if ((head == nullptr || head->method != "HEAD") && !r.shared_body) out += r.body;
+  if (!r.stream) {
+    absl::StrAppend(&out, "Content-Length: ", r.body.size(), "\r\n");
+  } else if (head == nullptr || head->http11) {
+    out += "Transfer-Encoding: chunked\r\n";
+  }  // else HTTP/1.0: the body ends with the connection
+  absl::StrAppend(&out, "Connection: ", keep_alive ? "keep-alive" : "close", "\r\n\r\n");
+  if ((head == nullptr || head->method != "HEAD") && !r.stream) out += r.body;
   return out;
-}
-
-std::shared_ptr<const std::string> HttpFront::SharedBody(const RequestHead* head, const FrontResponse& r) {
-  if (head != nullptr && head->method == "HEAD") return nullptr;
-  return r.shared_body;
 }
 
 }  // namespace sockpressure

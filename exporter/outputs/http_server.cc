@@ -3,7 +3,6 @@
 
 #include <httplib.h>
 #include <algorithm>
-#include <zlib.h>
 
 #include "absl/strings/match.h"
 #include "exporter/outputs/http_request.h"
@@ -28,28 +27,6 @@ absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view text) {
   return out;
 }
 
-std::string Gzip(absl::string_view data) {
-  z_stream zs{};
-  // windowBits 15 + 16 selects the gzip wrapper.
-  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
-  // The output grows as deflate fills it, from an eighth of the input (the
-  // exposition compresses about tenfold), instead of deflateBound(), which is
-  // more than the input: a 10 MB body should not cost another 10 MB here.
-  std::string out(std::max<size_t>(data.size() / 8, 4096), '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    if (zs.total_out == out.size()) out.resize(out.size() + out.size() / 2);
-    zs.next_out = reinterpret_cast<Bytef*>(out.data() + zs.total_out);
-    zs.avail_out = static_cast<uInt>(out.size() - zs.total_out);
-    rc = deflate(&zs, Z_FINISH);
-  }
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return rc == Z_STREAM_END ? out : std::string();
-}
-
 HttpServer::HttpServer(HttpOptions options, MetricsEndpoint* metrics, std::function<bool()> healthy)
     : options_(std::move(options)),
       metrics_(metrics),
@@ -57,8 +34,8 @@ HttpServer::HttpServer(HttpOptions options, MetricsEndpoint* metrics, std::funct
       auth_(options_.web.basic_auth_users) {
   links_.push_back({options_.telemetry_path, "Metrics"});
   links_.push_back({"/healthz", "Health"});
-  // Answered by Serve() itself (ServeMetrics), which can hand the front a
-  // shared body; the entry makes it a known route.
+  // Answered by Serve() itself (ServeMetrics), which hands the front a
+  // streamed body; the entry makes it a known route.
   routes_[options_.telemetry_path] = [](const httplib::Request&, httplib::Response&) {};
   routes_["/"] = [this](const httplib::Request&, httplib::Response& res) {
     std::string html =
@@ -84,8 +61,8 @@ bool HttpServer::Admit(const httplib::Request& req, httplib::Response& res) {
 }
 
 void HttpServer::ServeMetrics(const httplib::Request& req, FrontResponse* out) {
-  RenderedMetrics m = metrics_->Render(req.get_header_value("Accept"));
-  if (!m.body || m.body->empty()) {
+  MetricsBody m = metrics_->Open(req.get_header_value("Accept"));
+  if (!m.stream) {
     *out = {503, {{"Content-Type", "text/plain"}}, "no sample yet\n"};
     return;
   }
@@ -93,14 +70,11 @@ void HttpServer::ServeMetrics(const httplib::Request& req, FrontResponse* out) {
   out->headers = {{"Content-Type", m.content_type}};
   // Honours q values: "gzip;q=0" means the client refuses gzip.
   if (AcceptsGzip(req.get_header_value("Accept-Encoding"))) {
-    std::string z = Gzip(*m.body);
-    if (!z.empty()) {
-      out->headers.emplace_back("Content-Encoding", "gzip");
-      out->body = std::move(z);
-      return;
-    }
+    out->headers.emplace_back("Content-Encoding", "gzip");
+    m.stream = NewGzipStream(std::move(m.stream));
   }
-  out->shared_body = std::move(m.body);  // served from the cache, not copied
+  // Rendered and sent a piece at a time (metrics_endpoint.h).
+  out->stream = std::move(m.stream);
 }
 
 void HttpServer::Get(const std::string& path, Handler handler, std::string link_text) {

@@ -86,7 +86,4 @@ class HttpServer {
   int port_ = 0;
 };
 
-// gzip-compresses `data` (RFC 1952).
-std::string Gzip(absl::string_view data);
-
 }  // namespace sockpressure

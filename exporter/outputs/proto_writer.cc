@@ -2,6 +2,7 @@
 #include "exporter/outputs/proto_writer.h"
 
 #include <cstring>
+#include <utility>
 
 #include "exporter/common/label_escape.h"
 
@@ -95,6 +96,7 @@ class ProtoWriter final : public MetricWriter {
     family_.append(le, 8);
   }
 
+  std::string TakeFinished() override { return std::exchange(out_, std::string()); }
   std::string Finish() override {
     Flush();
     return std::move(out_);

@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <memory>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -79,14 +80,6 @@ const std::vector<CgroupFamily>& CoreFamilies() {
        }},
   };
   return families;
-}
-
-void WriteCgroupFamilies(const Snapshot& s, const EmitOptions& options, MetricWriter& out) {
-  std::vector<std::vector<LabelRef>> labels;
-  labels.reserve(s.cgroups.size());
-  for (const CgroupView& c : s.cgroups) labels.push_back(CgroupLabels(c));
-  WriteCgroupFamilyList(CoreFamilies(), s, labels, out);
-  if (options.context) WriteContextFamilies(s, labels, out);
 }
 
 // --signal.all-tiers: every live tier's view of every cgroup, so the lab can
@@ -307,16 +300,33 @@ std::string TcpExtMetricPart(absl::string_view name) {
   return out;
 }
 
+std::vector<MetricsPart> SnapshotParts(const Snapshot& snapshot, const BuildInfo& build,
+                                      const EmitOptions& options) {
+  const Snapshot* s = &snapshot;
+  // Every cgroup family uses the same label sets; built once per rendering.
+  auto labels = std::make_shared<std::vector<std::vector<LabelRef>>>();
+  labels->reserve(s->cgroups.size());
+  for (const CgroupView& c : s->cgroups) labels->push_back(CgroupLabels(c));
+  std::vector<MetricsPart> parts;
+  for (const CgroupFamily& f : CoreFamilies()) {
+    parts.push_back([s, labels, &f](MetricWriter& out) { WriteCgroupFamily(f, *s, *labels, out); });
+  }
+  if (options.context) {
+    parts.push_back([s, labels](MetricWriter& out) { WriteContextFamilies(*s, *labels, out); });
+  }
+  parts.push_back([s](MetricWriter& out) { WritePruneFamilies(*s, out); });  // prune_metrics.cc
+  if (options.all_tiers) {
+    parts.push_back([s](MetricWriter& out) { WriteAllTiers(*s, out); });
+    parts.push_back([s](MetricWriter& out) { WritePruneTiers(*s, out); });
+  }
+  parts.push_back([s](MetricWriter& out) { WriteNode(*s, out); });
+  parts.push_back([s, build](MetricWriter& out) { WriteAgent(*s, build, out); });
+  return parts;
+}
+
 void WriteSnapshotMetrics(const Snapshot& snapshot, const BuildInfo& build, const EmitOptions& options,
                           MetricWriter& out) {
-  WriteCgroupFamilies(snapshot, options, out);
-  WritePruneFamilies(snapshot, out);  // prune_metrics.cc
-  if (options.all_tiers) {
-    WriteAllTiers(snapshot, out);
-    WritePruneTiers(snapshot, out);
-  }
-  WriteNode(snapshot, out);
-  WriteAgent(snapshot, build, out);
+  for (const MetricsPart& part : SnapshotParts(snapshot, build, options)) part(out);
 }
 
 }  // namespace sockpressure

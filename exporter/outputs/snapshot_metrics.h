@@ -2,7 +2,9 @@
 #pragma once
 
 #include "absl/strings/string_view.h"
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "exporter/common/metric_writer.h"
 #include "exporter/state/snapshot.h"
@@ -22,7 +24,18 @@ struct EmitOptions {
   bool context = false;
 };
 
-// Thread-safe: reads only its arguments.
+// A piece of the exposition: whole families, written in order into the
+// writer it is given. Parts let a response be rendered and sent a piece at a
+// time (metrics_endpoint.h) instead of as one body of every family.
+using MetricsPart = std::function<void(MetricWriter&)>;
+
+// The snapshot's families as parts of at most one family over every cgroup
+// each, in exposition order. The parts refer to `snapshot`, which must
+// outlive them; they copy `build` and `options`. Thread-safe: reads only its
+// arguments.
+std::vector<MetricsPart> SnapshotParts(const Snapshot& snapshot, const BuildInfo& build, const EmitOptions& options);
+
+// Every part of SnapshotParts(), in order. Thread-safe: reads only its arguments.
 void WriteSnapshotMetrics(const Snapshot& snapshot, const BuildInfo& build, const EmitOptions& options,
                           MetricWriter& out);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "exporter/common/label_escape.h"
@@ -90,6 +91,7 @@ class TextWriter final : public MetricWriter {
     out_ += '\n';
   }
 
+  std::string TakeFinished() override { return std::exchange(out_, std::string()); }
   std::string Finish() override { return std::move(out_); }
 
  private:

@@ -1,15 +1,19 @@
 // Memory held after thousands of cgroups go away (issue 13): the last holder
-// of a large snapshot or rendered body returns the freed memory when it lets
-// go, not before and not on a timer.
+// of a large snapshot (the sampler, or a /metrics stream still being written)
+// returns the freed memory when it lets go, not before and not on a timer.
 #include <gtest/gtest.h>
 
-#include <thread>
-
+#include <algorithm>
 #include <memory>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "exporter/common/memory.h"
 #include "exporter/outputs/metrics_endpoint.h"
+#include "exporter/outputs/proto_writer.h"
+#include "exporter/outputs/text_writer.h"
 #include "exporter/sampler/sampler.h"
 #include "exporter/sources/source.h"
 
@@ -81,83 +85,79 @@ TEST(ChurnMemoryTest, ADeclineOverManySamplesReturnsTheMemoryOnce) {
 
 const char kProto[] = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily";
 
-TEST(ChurnMemoryTest, EndpointDropsTheBodiesOfOlderSnapshotsOnPublish) {
+// /metrics is rendered a piece at a time while it is sent: no piece holds
+// much more than one family over every cgroup, and the pieces add up to the
+// exposition written in one go.
+TEST(ChurnMemoryTest, EndpointStreamsTheExpositionInPiecesOfAboutOneFamily) {
+  size_t n = 5000;
+  std::unique_ptr<Sampler> sampler = NewSampler(&n);
+  sampler->SampleOnce();
+  std::shared_ptr<const Snapshot> snap = sampler->Latest();
+  const BuildInfo build{"t", "t", "t"};
+  MetricsEndpoint endpoint(sampler.get(), build, EmitOptions{});
+  for (bool protobuf : {false, true}) {
+    std::unique_ptr<MetricWriter> whole = protobuf ? NewProtoWriter() : NewTextWriter();
+    WriteSnapshotMetrics(*snap, build, EmitOptions{}, *whole);
+    const std::string expected = whole->Finish();
+    MetricsBody body = endpoint.OpenSnapshot(snap, protobuf);
+    std::string all;
+    size_t pieces = 0, largest = 0;
+    for (bool more = true; more;) {
+      std::string piece;
+      more = body.stream->Next(&piece);
+      ++pieces;
+      largest = std::max(largest, piece.size());
+      all += piece;
+    }
+    EXPECT_EQ(all, expected) << protobuf;
+    // 5,000 cgroups: about 130 B per cgroup and family in text, so a family
+    // is about 0.65 MB; the whole body is several MB.
+    EXPECT_GE(pieces, 4u) << protobuf;
+    EXPECT_LT(largest, expected.size() / 3) << protobuf;
+    EXPECT_LT(largest, 1u << 20) << protobuf;
+  }
+}
+
+// A stream holds its snapshot until it is done, so a scrape being written
+// when thousands of cgroups go away is the last holder and returns the
+// memory when it ends, not before.
+TEST(ChurnMemoryTest, AStreamBeingWrittenIsTheLastHolderOfItsSnapshot) {
   size_t n = 5000;
   std::unique_ptr<Sampler> sampler = NewSampler(&n);
   sampler->SampleOnce();
   MetricsEndpoint endpoint(sampler.get(), BuildInfo{"t", "t", "t"}, EmitOptions{});
-  sampler->AddListener([&endpoint](const std::shared_ptr<const Snapshot>& s) { endpoint.DropStale(s->sequence); });
-  size_t text = endpoint.Render("text/plain").body->size();
-  size_t proto = endpoint.Render(kProto).body->size();
-  EXPECT_EQ(endpoint.cached_bytes(), text + proto);
-  EXPECT_EQ(endpoint.Render(kProto).body->size(), proto);  // served from the cache
+  MetricsBody body = endpoint.Open("text/plain");
+  std::string piece;
+  ASSERT_TRUE(body.stream->Next(&piece));
   uint64_t before = FreeMemoryReturns();
-  sampler->SampleOnce();  // same size: the bodies go, no memory is returned
-  EXPECT_EQ(endpoint.cached_bytes(), 0u);
-  EXPECT_EQ(FreeMemoryReturns(), before);
-  endpoint.Render("text/plain");
   n = 5;
-  sampler->SampleOnce();  // the large body and snapshot go, and their memory with them
-  EXPECT_EQ(endpoint.cached_bytes(), 0u);
+  sampler->SampleOnce();
+  EXPECT_EQ(FreeMemoryReturns(), before);  // the stream still renders the large snapshot
+  while (body.stream->Next(&piece)) {
+  }
+  EXPECT_NE(piece.find("pod4999-"), std::string::npos);  // it rendered that snapshot to the end
+  body.stream.reset();
   EXPECT_EQ(FreeMemoryReturns(), before + 1);
+  body = endpoint.Open(kProto);  // the next scrape renders the latest, small one
+  EXPECT_LT(ReadAll(*body.stream).size(), 20000u);
 }
 
-TEST(ChurnMemoryTest, WithoutPublishTheNextScrapeDropsTheOldBodies) {
-  size_t n = 5000;
+// Concurrent scrapers each get a whole, identical exposition.
+TEST(ChurnMemoryTest, ConcurrentScrapersEachGetTheWholeExposition) {
+  size_t n = 2000;
   std::unique_ptr<Sampler> sampler = NewSampler(&n);
   sampler->SampleOnce();
   MetricsEndpoint endpoint(sampler.get(), BuildInfo{"t", "t", "t"}, EmitOptions{});
-  size_t text = endpoint.Render("text/plain").body->size();
-  size_t proto = endpoint.Render(kProto).body->size();
-  n = 5;
-  uint64_t before = FreeMemoryReturns();
-  sampler->SampleOnce();
-  // The cache is now the last holder of the large snapshot.
-  EXPECT_EQ(endpoint.cached_bytes(), text + proto);
-  EXPECT_EQ(FreeMemoryReturns(), before);
-  size_t small = endpoint.Render(kProto).body->size();
-  // The text body of the old snapshot went too, though only protobuf was scraped.
-  EXPECT_EQ(endpoint.cached_bytes(), small);
-  EXPECT_EQ(FreeMemoryReturns(), before + 1);
-}
-
-// The bodies go before a cycle builds its sample and snapshot, so that they
-// are not held through the cycle's peak; the next scrape renders anew.
-TEST(ChurnMemoryTest, EndpointDropsItsBodiesBeforeACycle) {
-  size_t n = 5000;
-  std::unique_ptr<Sampler> sampler = NewSampler(&n);
-  sampler->SampleOnce();
-  MetricsEndpoint endpoint(sampler.get(), BuildInfo{"t", "t", "t"}, EmitOptions{});
-  size_t held_in_cycle = 1;
-  sampler->AddBeforeCycle([&] {
-    endpoint.DropCached();
-    held_in_cycle = endpoint.cached_bytes();
-  });
-  std::shared_ptr<const std::string> text = endpoint.Render("text/plain").body;
-  size_t proto = endpoint.Render(kProto).body->size();
-  EXPECT_EQ(endpoint.cached_bytes(), text->size() + proto);
-  sampler->SampleOnce();
-  EXPECT_EQ(held_in_cycle, 0u);
-  EXPECT_FALSE(text->empty());  // a response still writing keeps its body
-  EXPECT_GT(endpoint.Render(kProto).body->size(), 0u);
-  EXPECT_EQ(endpoint.cached_bytes(), endpoint.Render(kProto).body->size());
-}
-
-// Concurrent scrapers of one sample share one rendering: one body in memory
-// and one render's CPU, however many ask at once.
-TEST(ChurnMemoryTest, ConcurrentScrapersShareOneBody) {
-  size_t n = 5000;
-  std::unique_ptr<Sampler> sampler = NewSampler(&n);
-  sampler->SampleOnce();
-  MetricsEndpoint endpoint(sampler.get(), BuildInfo{"t", "t", "t"}, EmitOptions{});
-  for (const char* accept : {"text/plain", kProto}) {
+  for (bool protobuf : {false, true}) {
+    const std::string expected = *endpoint.RenderSnapshot(*sampler->Latest(), protobuf).body;
     std::vector<std::thread> threads;
-    std::vector<const std::string*> bodies(6, nullptr);
+    std::vector<std::string> bodies(6);
     for (size_t i = 0; i < bodies.size(); ++i) {
-      threads.emplace_back([&, i] { bodies[i] = endpoint.Render(accept).body.get(); });
+      threads.emplace_back(
+          [&, i] { bodies[i] = ReadAll(*endpoint.OpenSnapshot(sampler->Latest(), protobuf).stream); });
     }
     for (std::thread& t : threads) t.join();
-    for (const std::string* b : bodies) EXPECT_EQ(b, bodies[0]) << accept;
+    for (const std::string& b : bodies) EXPECT_EQ(b, expected) << protobuf;
   }
 }
 

@@ -84,7 +84,7 @@ TEST_F(HttpServerTest, ServesTextProtobufHealthAndLanding) {
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
 
-  sampler_->SampleOnce();  // the rendering is cached per snapshot
+  sampler_->SampleOnce();
   auto again = client_->Get("/metrics");
   ASSERT_TRUE(again);
   EXPECT_TRUE(absl::StrContains(again->body, "sockpressure_http_requests_total{code=\"404\",handler=\"other\"}") ||
