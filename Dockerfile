@@ -17,7 +17,7 @@ RUN apt-get update \
       build-essential cmake pkg-config git ca-certificates \
       clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev \
       prometheus-cpp-dev libcpp-httplib-dev libabsl-dev \
-      libprotobuf-dev protobuf-compiler \
+      libprotobuf-dev protobuf-compiler python3 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

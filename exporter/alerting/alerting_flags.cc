@@ -9,42 +9,10 @@
 namespace sockpressure {
 
 void RegisterAlertingFlags(FlagSet* flags, AlertingFlags* f) {
+  // One row a flag, {name, &field, help}, in --help order: the names and
+  // texts are data (alerting_flags.json), the build writes the rows.
   flags->Add({
-      {"episodes.quiet-period", &f->episode_quiet,
-       "A throttling episode ends after this long without socket pressure or clamps on its cgroup."},
-      {"episodes.history", &f->episode_history, "Recent throttling episodes kept for /api/v1/episodes and /episodes."},
-      {"web.external-url", &f->external_url,
-       "URL under which the agent is reachable (alert generatorURL links to <url>/episodes); default "
-       "http://<hostname>:<listen port>."},
-      {"alertmanager.url", &f->am_urls,
-       "Alertmanager to push SockPressureTCPThrottled alerts to (v2 API), e.g. http://alertmanager:9093."},
-      {"alertmanager.min-pressure-duration", &f->am_min_pressure,
-       "Push an alert once an episode has been under socket pressure for this long."},
-      {"alertmanager.critical-pressure-duration", &f->am_critical_pressure,
-       "Also push SockPressureTCPThrottledCritical once an episode has been under socket pressure for this "
-       "long (0 = never)."},
-      {"alertmanager.resend-interval", &f->am_resend,
-       "Re-send firing alerts this often (their endsAt is 4 intervals ahead, so a dead agent's alerts expire)."},
-      {"alertmanager.timeout", &f->am_timeout, "Timeout of one push to Alertmanager."},
-      {"alertmanager.max-backoff", &f->am_max_backoff,
-       "Upper bound of the retry backoff (from 500ms, doubling) while an Alertmanager fails."},
-      {"alertmanager.max-alerts", &f->am_max_alerts,
-       "Alerts held for delivery at most; beyond it the oldest resolved ones are dropped."},
-      {"alertmanager.instance-label", &f->am_instance,
-       "`instance` label of pushed alerts; set it to the instance Prometheus gives this agent's target so "
-       "pushed and rule-based alerts deduplicate (default $NODE_NAME when set, as the DaemonSet does and the "
-       "ServiceMonitor's instance is; else <hostname>:<listen port>; \"none\" = no instance label)."},
-      {"alertmanager.extra-label", &f->am_extra_labels,
-       "NAME=VALUE label added to pushed alerts, e.g. job=sockpressure-exporter (what Prometheus adds to "
-       "the rule-based alert, plus any external_labels)."},
-      {"alertmanager.ca-file", &f->am_ca_file,
-       "CA bundle that signed the certificates of https:// Alertmanagers (default: the system's roots)."},
-      {"alertmanager.insecure-skip-verify", &f->am_insecure,
-       "Do not verify the certificates of https:// Alertmanagers (testing only)."},
-      {"alertmanager.basic-auth.username", &f->am_basic_user,
-       "HTTP basic auth user for Alertmanager (its --web.config.file basic_auth_users)."},
-      {"alertmanager.basic-auth.password-file", &f->am_basic_password_file,
-       "File holding the basic auth password (read at start; trailing newline ignored)."},
+#include "exporter/alerting/alerting_flags.inc"
   });
 }
 

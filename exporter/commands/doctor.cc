@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "exporter/sampler/sampler.h"
 
@@ -33,54 +34,28 @@ std::string Who(const CgroupView& c) {
   return absl::StrCat(c.path.str(), " [", pod, ctr.empty() ? "" : "/", ctr, "]");
 }
 
-// What each tier means for a signal, and why a signal may have no source.
+// What a tier means for a signal, or why a signal has no source (tier
+// none). The texts are data (doctor_tiers.json), the build writes the rows;
+// the first row that matches is used.
+struct TierText {
+  const char* tier;    // TierName
+  const char* signal;  // SignalName; empty: every signal
+  const char* node;    // empty: any; "v1": a cgroup v1 hierarchy; "no_cgroups": no memory cgroup found
+  const char* text;    // "{kernel}": the running kernel's release
+};
+
+constexpr TierText kTierTexts[] = {
+#include "exporter/commands/doctor_tiers.inc"
+};
+
 std::string WhyTier(Signal s, Tier t, const Snapshot& snap) {
   const bool v1 = snap.cgroup_mode == CgroupMode::kLegacy ||
                   (!snap.cgroups.empty() && snap.cgroups.front().v1);
-  switch (t) {
-    case Tier::kFentry:
-    case Tier::kKprobe:
-    case Tier::kTpBtf:
-    case Tier::kRawTp:
-      return "eBPF probe: exact, per event";
-    case Tier::kIter:
-      if (s == Signal::kClampedSockets) {
-        return "eBPF TCP iterator: sockets counted in the kernel per memcg (rcv_ssthresh at 4*advmss = clamped)";
-      }
-      return "eBPF cgroup iterator: reads memcg->socket_pressure directly (exact current state)";
-    case Tier::kSockDiag:
-      return "sock_diag census of TCP sockets grouped by cgroup (rcv_ssthresh at 4*advmss = clamped)";
-    case Tier::kMemoryEvents:
-      return "memory.events.local sock_throttled: the kernel's own counter (6.19+)";
-    case Tier::kMemoryStat:
-      if (s == Signal::kSocketPressure) {
-        return "estimated from memory.stat: a >=512-page reclaim window with >=60% of scanned pages not "
-               "reclaimed arms 1 s of socket pressure (the eBPF iter tier sees the real deadline)";
-      }
-      return "memory.stat pgscan/pgsteal deltas, own LRUs (children subtracted)";
-    case Tier::kNone:
-      break;
-  }
-  switch (s) {
-    case Signal::kReclaim:
-    case Signal::kSocketPressure:
-      if (v1) return "unavailable: cgroup v1 memory.stat has no pgscan/pgsteal; needs the eBPF probes";
-      if (snap.cgroups.empty()) return "unavailable: no memory cgroup hierarchy found";
-      return "unavailable: memory.stat lacks pgscan/pgsteal and no eBPF probe attached";
-    case Signal::kWindowClamps:
-      return "unavailable: needs the eBPF probes (fexit/kprobe __tcp_select_window or tcp:tcp_rcv_space_adjust)";
-    case Signal::kClampedSockets:
-      return "unavailable: needs the bpf_census (eBPF TCP iterator) or sock_diag collector";
-    case Signal::kRcvMemDrops:
-      return "unavailable: needs the eBPF skb:kfree_skb probe with the PROTO_MEM and TCP_OFO_QUEUE_PRUNE drop reasons (6.1 has them); node-wide TcpExt "
-             "TCPRcvQDrop/TCPOFODrop still count them";
-    case Signal::kTcpPrunes:
-      return "unavailable: needs fentry or kprobes on tcp_collapse/tcp_prune_ofo_queue; node-wide TcpExt "
-             "PruneCalled/TCPRcvCollapsed/OfoPruned still count them";
-    case Signal::kSockThrottled: {
-      std::string k = snap.node.kernel_release.value_or("?");
-      return absl::StrCat("unavailable: memory.events.local sock_throttled exists from kernel 6.19 (this is ", k, ")");
-    }
+  for (const TierText& row : kTierTexts) {
+    const absl::string_view signal = row.signal, node = row.node;
+    if (TierName(t) != row.tier || (!signal.empty() && SignalName(s) != signal)) continue;
+    if ((node == "v1" && !v1) || (node == "no_cgroups" && !snap.cgroups.empty())) continue;
+    return absl::StrReplaceAll(row.text, {{"{kernel}", snap.node.kernel_release.value_or("?")}});
   }
   return "unavailable";
 }

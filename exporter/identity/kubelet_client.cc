@@ -107,17 +107,10 @@ absl::StatusOr<std::string> FetchOnce(const KubeletOptions& options, const Parse
 }  // namespace
 
 void RegisterKubeletFlags(FlagSet* flags, KubeletOptions* options) {
+  // One row a flag, {name, &field, help}, in --help order: the names and
+  // texts are data (kubelet_flags.json), the build writes the rows.
   flags->Add({
-      {"kubelet.url", &options->url,
-       "Kubelet pod list for namespace/pod/container labels. Empty: https://$NODE_IP:10250/pods when "
-       "NODE_IP is set, else off; 'none': off. A URL without a path gets /pods."},
-      {"kubelet.token-file", &options->token_file,
-       "Bearer token for the kubelet, re-read before every request (token rotation)."},
-      {"kubelet.ca-file", &options->ca_file, "CA bundle that signed the kubelet's serving certificate."},
-      {"kubelet.insecure-skip-verify", &options->insecure_skip_verify,
-       "Do not verify the kubelet's TLS certificate (self-signed kubelet certificates)."},
-      {"kubelet.pods-file", &options->pods_file,
-       "Read the PodList JSON from this file instead of the kubelet (testing, debugging)."},
+#include "exporter/identity/kubelet_flags.inc"
   });
 }
 

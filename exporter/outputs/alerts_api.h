@@ -1,5 +1,5 @@
 // The agent's JSON API and its human page, both built from the same protobuf
-// messages (exporter/alerting/alerting.proto):
+// messages (api/v1/alerting.proto):
 //   GET /api/v1/cgroups   current state per cgroup (?pressure=1: only cgroups
 //                         under pressure or with an open episode)
 //   GET /api/v1/episodes  recent episodes, newest first (?cgroup=, ?limit=)

@@ -5,55 +5,28 @@
 namespace sockpressure {
 namespace {
 
+// The two families whose value is not one cgroup file's value as read.
+std::optional<double> TcpSockets(const CgroupView& c) {
+  return c.best.census ? OptValue<uint64_t>(c.best.census->sockets) : std::nullopt;
+}
+
+std::optional<double> KmemTcpLimit(const CgroupView& c) {
+  const std::optional<uint64_t>& limit = LimitsOf(c.limits).kmem_tcp_limit;
+  return limit ? std::optional<double>(LimitBytes(*limit)) : std::nullopt;
+}
+
 const std::vector<CgroupFamily>& ContextFamilies() {
+  // One row a family, {name, kind, help, &field or &function}: the names and
+  // texts are data (context_families.json), the build writes the rows.
   static const std::vector<CgroupFamily> families = {
-      {"sockpressure_tcp_sockets", MetricKind::kGauge, "TCP sockets charged to this memory cgroup.",
-       [](const CgroupView& c) {
-         return c.best.census ? OptValue<uint64_t>(c.best.census->sockets) : std::nullopt;
-       }},
-      {"sockpressure_memcg_anon_bytes", MetricKind::kGauge,
-       "Anonymous memory of this cgroup and its descendants (memory.stat anon; v1 total_rss).",
-       &CgroupView::anon_bytes},
-      {"sockpressure_memcg_file_bytes", MetricKind::kGauge,
-       "Page cache of this cgroup and its descendants (memory.stat file; v1 total_cache).",
-       &CgroupView::file_bytes},
-      {"sockpressure_memcg_sock_bytes", MetricKind::kGauge,
-       "Memory charged for socket buffers (memory.stat sock; may lag, it is flushed lazily).",
-       &CgroupView::sock_bytes},
-      {"sockpressure_memcg_swap_bytes", MetricKind::kGauge,
-       "Swap used by this cgroup and its descendants (memory.swap.current; v1 total_swap).",
-       &CgroupView::swap_bytes},
-      {"sockpressure_memcg_usage_bytes", MetricKind::kGauge,
-       "Memory charged to this cgroup and its descendants (memory.current; v1 memory.usage_in_bytes).",
-       &CgroupLimits::memory_current},
-      {"sockpressure_memcg_oom_kills_total", MetricKind::kCounter,
-       "Processes the OOM killer killed in this cgroup and its descendants (memory.events oom_kill).",
-       &CgroupLimits::events_oom_kill},
-      {"sockpressure_memcg_kmem_tcp_usage_bytes", MetricKind::kGauge,
-       "cgroup v1: TCP buffer memory charged to this cgroup (memory.kmem.tcp.usage_in_bytes).",
-       &CgroupLimits::kmem_tcp_usage},
-      {"sockpressure_memcg_kmem_tcp_limit_bytes", MetricKind::kGauge,
-       "cgroup v1: TCP buffer limit; only when it is set do v1 sockets get a memory cgroup and tcpmem pressure.",
-       [](const CgroupView& c) {
-         const std::optional<uint64_t>& limit = LimitsOf(c.limits).kmem_tcp_limit;
-         return limit ? std::optional<double>(LimitBytes(*limit)) : std::nullopt;
-       }},
-      {"sockpressure_memcg_kmem_tcp_failcnt_total", MetricKind::kCounter,
-       "cgroup v1: times TCP buffer charges hit the limit (memory.kmem.tcp.failcnt), which sets tcpmem pressure.",
-       &CgroupLimits::kmem_tcp_failcnt},
+#include "exporter/outputs/context_families.inc"
   };
   return families;
 }
 
-}  // namespace
+using Labels = std::vector<std::vector<LabelRef>>;
 
-void WriteContextFamilies(const Snapshot& s, const std::vector<std::vector<LabelRef>>& labels, MetricWriter& out) {
-  WriteCgroupFamilyList(ContextFamilies(), s, labels, out);
-
-  out.Family("sockpressure_memcg_vmpressure_windows_total",
-             "vmpressure windows (>= 512 scanned pages of this cgroup) by the kernel's verdict; medium and critical "
-             "set socket pressure.",
-             MetricKind::kCounter);
+void WriteWindowsByLevel(const Snapshot& s, const Labels& labels, MetricWriter& out) {
   for (size_t i = 0; i < s.cgroups.size(); ++i) {
     const CgroupView& c = s.cgroups[i];
     if (!HasSignal(c, Signal::kReclaim)) continue;
@@ -62,11 +35,9 @@ void WriteContextFamilies(const Snapshot& s, const std::vector<std::vector<Label
                 static_cast<double>(c.best.windows_total[l]));
     }
   }
+}
 
-  out.Family("sockpressure_memcg_limit_bytes",
-             "Memory limits and protections of this cgroup (memory.max/high/low/min, memory.swap.max; v1 "
-             "limit_in_bytes as max and soft_limit_in_bytes as high); +Inf when unlimited.",
-             MetricKind::kGauge);
+void WriteLimits(const Snapshot& s, const Labels& labels, MetricWriter& out) {
   for (size_t i = 0; i < s.cgroups.size(); ++i) {
     const CgroupLimits& c = LimitsOf(s.cgroups[i].limits);
     const std::pair<const char*, const std::optional<uint64_t>*> limits[] = {
@@ -76,15 +47,37 @@ void WriteContextFamilies(const Snapshot& s, const std::vector<std::vector<Label
       if (*v) out.Value(labels[i], {{"limit", name}}, LimitBytes(**v));
     }
   }
+}
 
-  out.Family("sockpressure_memcg_psi_stall_seconds_total",
-             "Time tasks of this cgroup stalled on memory (memory.pressure total); vmpressure socket pressure can "
-             "fire while this stays near zero.",
-             MetricKind::kCounter);
+void WritePsiStalls(const Snapshot& s, const Labels& labels, MetricWriter& out) {
   for (size_t i = 0; i < s.cgroups.size(); ++i) {
     const CgroupLimits& c = LimitsOf(s.cgroups[i].limits);
     if (c.psi_some) out.Value(labels[i], {{"kind", "some"}}, static_cast<double>(c.psi_some->total_us) / 1e6);
     if (c.psi_full) out.Value(labels[i], {{"kind", "full"}}, static_cast<double>(c.psi_full->total_us) / 1e6);
+  }
+}
+
+// A family with a label of its own: its series come from `write`.
+struct LabelFamily {
+  const char* name;
+  MetricKind kind;
+  const char* help;
+  void (*write)(const Snapshot& s, const Labels& labels, MetricWriter& out);
+};
+
+// One row a family, {name, kind, help, &writer}: the names and texts are data
+// (context_label_families.json), the build writes the rows.
+constexpr LabelFamily kLabelFamilies[] = {
+#include "exporter/outputs/context_label_families.inc"
+};
+
+}  // namespace
+
+void WriteContextFamilies(const Snapshot& s, const std::vector<std::vector<LabelRef>>& labels, MetricWriter& out) {
+  WriteCgroupFamilyList(ContextFamilies(), s, labels, out);
+  for (const LabelFamily& f : kLabelFamilies) {
+    out.Family(f.name, f.help, f.kind);
+    f.write(s, labels, out);
   }
 }
 
