@@ -67,13 +67,15 @@ int Run(int argc, char** argv) {
   // cannot return; one arena can (bench/churn_rss.sh). The agent has few
   // threads, so one arena costs no contention worth measuring.
   mallopt(M_ARENA_MAX, 1);
-  // /metrics bodies (MBs at thousands of cgroups) come and go with every
-  // sample. glibc raises its mmap threshold to the size of the first large
-  // block freed, after which bodies are carved from the heap, where freed
-  // ones leave holes that the next body does not fit into: the heap grew by
-  // about one body per format (bench/render.sh, 10,000 cgroups: peak RSS
-  // 78.9 -> 71.7 MiB). A fixed threshold keeps every block of 4 MiB or more
-  // in its own mapping, returned to the kernel when freed.
+  // Large blocks (the cgroup vectors of a sample and a snapshot, MBs at
+  // thousands of cgroups) come and go with every sample. glibc raises its
+  // mmap threshold to the size of the first large block freed, after which
+  // such blocks are carved from the heap, where freed ones leave holes that
+  // the next does not fit into (when /metrics bodies were still rendered
+  // whole, bench/render.sh at 10,000 cgroups: peak RSS 78.9 -> 71.7 MiB with
+  // this). A fixed threshold keeps every block of 4 MiB or more in its own
+  // mapping, returned to the kernel when freed; the /metrics pieces (about
+  // 1 MB, outputs/metrics_endpoint.h) stay below it and reuse the heap.
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
   FlagSet flags;
   RegisterHttpFlags(&flags, &opt.http);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include "absl/strings/string_view.h"
@@ -41,5 +42,10 @@ class MetricWriter {
   // Finishes the output and returns what was not taken yet.
   virtual std::string Finish() = 0;
 };
+
+// A piece of an exposition: whole families, written in order into the
+// writer it is given. Parts let a response be rendered and sent a piece at a
+// time instead of as one body of every family.
+using MetricsPart = std::function<void(MetricWriter&)>;
 
 }  // namespace sockpressure

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -25,13 +26,19 @@ std::optional<double> OptValue(const std::optional<T>& v) {
   return static_cast<double>(*v);
 }
 
-// The shared label set of a cgroup's series: cgroup path, then its identity
-// (namespace/pod/container). The views point into `c`.
+// Sets `labels` to the shared label set of c's series: cgroup path, then its
+// identity (namespace/pod/container), as views into `c`. Reuses the vector's
+// room, so a family written over every cgroup allocates nothing per series.
+inline void SetCgroupLabels(const CgroupView& c, std::vector<LabelRef>* labels) {
+  labels->clear();
+  labels->push_back({"cgroup", c.path.str()});
+  for (const auto& [k, v] : c.identity) labels->push_back({k, v});
+}
+
 inline std::vector<LabelRef> CgroupLabels(const CgroupView& c) {
   std::vector<LabelRef> labels;
   labels.reserve(1 + c.identity.size());
-  labels.push_back({"cgroup", c.path.str()});
-  for (const auto& [k, v] : c.identity) labels.push_back({k, v});
+  SetCgroupLabels(c, &labels);
   return labels;
 }
 
@@ -56,29 +63,32 @@ struct CgroupFamily {
   Value value;
 };
 
-// How many cgroups ahead WriteCgroupFamilyList asks for a path.
+// How many cgroups ahead a family's loop asks for a path.
 constexpr size_t kPrefetchAhead = 8;
 
-// Writes family `f` over every cgroup of `s`; `labels[i]` belongs to s.cgroups[i].
-inline void WriteCgroupFamily(const CgroupFamily& f, const Snapshot& s,
-                              const std::vector<std::vector<LabelRef>>& labels, MetricWriter& out) {
-  out.Family(f.name, f.help, f.kind);
-  for (size_t i = 0; i < s.cgroups.size(); ++i) {
-    // The paths live with the walk's nodes, scattered over the heap
-    // (shared_path.h), and every family reads all of them again: ask for
-    // a path a few cgroups ahead so it is in cache when its turn comes.
-    if (i + kPrefetchAhead < labels.size() && !labels[i + kPrefetchAhead].empty()) {
-      absl::string_view ahead = labels[i + kPrefetchAhead][0].value;
-      for (size_t at = 0; at < ahead.size(); at += 64) __builtin_prefetch(ahead.data() + at);
-    }
-    if (std::optional<double> v = f.value(s.cgroups[i])) out.Value(labels[i], {}, *v);
+// The paths live with the walk's nodes, scattered over the heap
+// (shared_path.h), and every family reads all of them again: ask for the
+// path of a cgroup a few ahead, in two hops (its string object, then its
+// characters), so that it is in cache when its turn comes.
+inline void PrefetchPathAhead(const Snapshot& s, size_t i) {
+  if (i + 2 * kPrefetchAhead < s.cgroups.size()) __builtin_prefetch(&s.cgroups[i + 2 * kPrefetchAhead].path.str());
+  if (i + kPrefetchAhead < s.cgroups.size()) {
+    const std::string& ahead = s.cgroups[i + kPrefetchAhead].path.str();
+    for (size_t at = 0; at < ahead.size(); at += 64) __builtin_prefetch(ahead.data() + at);
   }
 }
 
-// Writes `families` over every cgroup of `s`, one after the other.
-inline void WriteCgroupFamilyList(const std::vector<CgroupFamily>& families, const Snapshot& s,
-                                  const std::vector<std::vector<LabelRef>>& labels, MetricWriter& out) {
-  for (const CgroupFamily& f : families) WriteCgroupFamily(f, s, labels, out);
+// Writes family `f` over every cgroup of `s`.
+inline void WriteCgroupFamily(const CgroupFamily& f, const Snapshot& s, MetricWriter& out) {
+  out.Family(f.name, f.help, f.kind);
+  std::vector<LabelRef> labels;
+  for (size_t i = 0; i < s.cgroups.size(); ++i) {
+    PrefetchPathAhead(s, i);
+    if (std::optional<double> v = f.value(s.cgroups[i])) {
+      SetCgroupLabels(s.cgroups[i], &labels);
+      out.Value(labels, {}, *v);
+    }
+  }
 }
 
 inline bool HasSignal(const CgroupView& c, Signal s) { return c.tier[static_cast<int>(s)] != Tier::kNone; }

@@ -24,36 +24,40 @@ const std::vector<CgroupFamily>& ContextFamilies() {
   return families;
 }
 
-using Labels = std::vector<std::vector<LabelRef>>;
-
-void WriteWindowsByLevel(const Snapshot& s, const Labels& labels, MetricWriter& out) {
-  for (size_t i = 0; i < s.cgroups.size(); ++i) {
-    const CgroupView& c = s.cgroups[i];
+void WriteWindowsByLevel(const Snapshot& s, MetricWriter& out) {
+  std::vector<LabelRef> labels;
+  for (const CgroupView& c : s.cgroups) {
     if (!HasSignal(c, Signal::kReclaim)) continue;
+    SetCgroupLabels(c, &labels);
     for (int l = 0; l < 3; ++l) {
-      out.Value(labels[i], {{"level", PressureLevelName(static_cast<PressureLevel>(l))}},
+      out.Value(labels, {{"level", PressureLevelName(static_cast<PressureLevel>(l))}},
                 static_cast<double>(c.best.windows_total[l]));
     }
   }
 }
 
-void WriteLimits(const Snapshot& s, const Labels& labels, MetricWriter& out) {
-  for (size_t i = 0; i < s.cgroups.size(); ++i) {
-    const CgroupLimits& c = LimitsOf(s.cgroups[i].limits);
+void WriteLimits(const Snapshot& s, MetricWriter& out) {
+  std::vector<LabelRef> labels;
+  for (const CgroupView& view : s.cgroups) {
+    const CgroupLimits& c = LimitsOf(view.limits);
+    SetCgroupLabels(view, &labels);
     const std::pair<const char*, const std::optional<uint64_t>*> limits[] = {
         {"max", &c.memory_max}, {"high", &c.memory_high}, {"low", &c.memory_low},
         {"min", &c.memory_min}, {"swap_max", &c.swap_max}};
     for (const auto& [name, v] : limits) {
-      if (*v) out.Value(labels[i], {{"limit", name}}, LimitBytes(**v));
+      if (*v) out.Value(labels, {{"limit", name}}, LimitBytes(**v));
     }
   }
 }
 
-void WritePsiStalls(const Snapshot& s, const Labels& labels, MetricWriter& out) {
-  for (size_t i = 0; i < s.cgroups.size(); ++i) {
-    const CgroupLimits& c = LimitsOf(s.cgroups[i].limits);
-    if (c.psi_some) out.Value(labels[i], {{"kind", "some"}}, static_cast<double>(c.psi_some->total_us) / 1e6);
-    if (c.psi_full) out.Value(labels[i], {{"kind", "full"}}, static_cast<double>(c.psi_full->total_us) / 1e6);
+void WritePsiStalls(const Snapshot& s, MetricWriter& out) {
+  std::vector<LabelRef> labels;
+  for (const CgroupView& view : s.cgroups) {
+    const CgroupLimits& c = LimitsOf(view.limits);
+    if (!c.psi_some && !c.psi_full) continue;
+    SetCgroupLabels(view, &labels);
+    if (c.psi_some) out.Value(labels, {{"kind", "some"}}, static_cast<double>(c.psi_some->total_us) / 1e6);
+    if (c.psi_full) out.Value(labels, {{"kind", "full"}}, static_cast<double>(c.psi_full->total_us) / 1e6);
   }
 }
 
@@ -62,7 +66,7 @@ struct LabelFamily {
   const char* name;
   MetricKind kind;
   const char* help;
-  void (*write)(const Snapshot& s, const Labels& labels, MetricWriter& out);
+  void (*write)(const Snapshot& s, MetricWriter& out);
 };
 
 // One row a family, {name, kind, help, &writer}: the names and texts are data
@@ -73,11 +77,15 @@ constexpr LabelFamily kLabelFamilies[] = {
 
 }  // namespace
 
-void WriteContextFamilies(const Snapshot& s, const std::vector<std::vector<LabelRef>>& labels, MetricWriter& out) {
-  WriteCgroupFamilyList(ContextFamilies(), s, labels, out);
+void AppendContextParts(const Snapshot& s, std::vector<MetricsPart>* parts) {
+  for (const CgroupFamily& f : ContextFamilies()) {
+    parts->push_back([&s, &f](MetricWriter& out) { WriteCgroupFamily(f, s, out); });
+  }
   for (const LabelFamily& f : kLabelFamilies) {
-    out.Family(f.name, f.help, f.kind);
-    f.write(s, labels, out);
+    parts->push_back([&s, &f](MetricWriter& out) {
+      out.Family(f.name, f.help, f.kind);
+      f.write(s, out);
+    });
   }
 }
 

@@ -12,9 +12,9 @@
 
 namespace sockpressure {
 
-// Thread-safe: reads only its arguments. `labels[i]` is the label set of
-// snapshot.cgroups[i].
-void WriteContextFamilies(const Snapshot& snapshot, const std::vector<std::vector<LabelRef>>& labels,
-                          MetricWriter& out);
+// Appends the context families to `parts`, a part each, in exposition
+// order. The parts refer to `snapshot`, which must outlive them.
+// Thread-safe: reads only its arguments.
+void AppendContextParts(const Snapshot& snapshot, std::vector<MetricsPart>* parts);
 
 }  // namespace sockpressure

@@ -80,7 +80,7 @@ class HttpFront {
   struct Conn;
   struct Done {
     uint64_t id;
-    std::string bytes;                   // on the wire as they are: head, body or a framed piece of it
+    std::vector<std::string> bytes;      // on the wire as they are: head, body, a piece and its framing
     std::unique_ptr<BodyStream> stream;  // more of the body, to produce once `bytes` are sent
     bool keep_alive = true;
     bool chunked = false;    // the stream's pieces are framed as chunks
@@ -100,8 +100,9 @@ class HttpFront {
   void ReadMore(Conn* c);
   void TryRequest(Conn* c);
   void Respond(Conn* c, const RequestHead* head, FrontResponse r, bool keep_alive);
-  void Queue(Conn* c, std::string bytes, std::unique_ptr<BodyStream> stream, bool keep_alive, bool chunked);
-  void Continue(Conn* c, std::string bytes, std::unique_ptr<BodyStream> stream);
+  void Queue(Conn* c, std::vector<std::string> bytes, std::unique_ptr<BodyStream> stream, bool keep_alive,
+             bool chunked);
+  void Load(Conn* c, std::vector<std::string> bytes, std::unique_ptr<BodyStream> stream);
   void Push(Job job);
   void WriteMore(Conn* c);
   void Finished(Conn* c);

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "exporter/outputs/http_front.h"
 
@@ -29,8 +30,12 @@ struct HttpFront::Conn {
   int fd = -1;
   SSL* ssl = nullptr;
   State state = kReading;
-  std::string in, out;
-  size_t out_off = 0;                  // into `out`
+  std::string in;
+  // What to write, in order (a head, a chunk-size line, a piece, its CRLF):
+  // segments so that a piece is written from where the worker made it,
+  // never copied into a framed buffer.
+  std::vector<std::string> out;
+  size_t seg = 0, out_off = 0;         // next byte: out[seg][out_off]
   std::unique_ptr<BodyStream> stream;  // the rest of the body, after `out`
   bool chunked = false;                // its pieces are framed as chunks
   double deadline = 0;  // of the current read or write phase

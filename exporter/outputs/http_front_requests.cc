@@ -62,36 +62,50 @@ void HttpFront::Push(Job job) {
 void HttpFront::Respond(Conn* c, const RequestHead* head, FrontResponse r, bool keep_alive) {
   // Inline handlers and refusals answer with `body`, never a stream.
   if (observe_) observe_(head != nullptr ? head->path : "", r.status);
-  Queue(c, Serialize(head, r, keep_alive), nullptr, keep_alive, false);
+  std::vector<std::string> bytes;
+  bytes.push_back(Serialize(head, r, keep_alive));
+  Queue(c, std::move(bytes), nullptr, keep_alive, false);
 }
 
-void HttpFront::Queue(Conn* c, std::string bytes, std::unique_ptr<BodyStream> stream, bool keep_alive,
+namespace {
+
+size_t TotalSize(const std::vector<std::string>& segments) {
+  size_t n = 0;
+  for (const std::string& s : segments) n += s.size();
+  return n;
+}
+
+}  // namespace
+
+void HttpFront::Queue(Conn* c, std::vector<std::string> bytes, std::unique_ptr<BodyStream> stream, bool keep_alive,
                       bool chunked) {
   c->keep_alive = keep_alive && !c->eof;
   c->chunked = chunked;
   // Whole-response deadline, stretched for large bodies at 1 MB/s (a 40 MB
   // exposition to a remote scraper) but still bounded against slow readers;
-  // each further piece of a stream stretches it by its own size (Continue).
-  c->deadline = HttpFrontNow() + options_.write_timeout_seconds + static_cast<double>(bytes.size()) / 1e6;
-  Continue(c, std::move(bytes), std::move(stream));
+  // each further piece of a stream stretches it by its own size (TakeDone).
+  c->deadline = HttpFrontNow() + options_.write_timeout_seconds + static_cast<double>(TotalSize(bytes)) / 1e6;
+  Load(c, std::move(bytes), std::move(stream));
 }
 
-void HttpFront::Continue(Conn* c, std::string bytes, std::unique_ptr<BodyStream> stream) {
-  if (c->state == Conn::kServing && c->out_off > 0) {  // a further piece: the deadline runs on
-    c->deadline += static_cast<double>(bytes.size()) / 1e6;
-  }
+void HttpFront::Load(Conn* c, std::vector<std::string> bytes, std::unique_ptr<BodyStream> stream) {
   c->out = std::move(bytes);
-  c->out_off = 0;
+  c->seg = c->out_off = 0;
   c->stream = std::move(stream);
   c->state = Conn::kWriting;
   WriteMore(c);
 }
 
 void HttpFront::WriteMore(Conn* c) {
-  const size_t total = c->out.size();
-  while (c->out_off < total) {
-    const char* p = c->out.data() + c->out_off;
-    size_t left = total - c->out_off;
+  while (c->seg < c->out.size()) {
+    const std::string& s = c->out[c->seg];
+    if (c->out_off >= s.size()) {
+      ++c->seg;
+      c->out_off = 0;
+      continue;
+    }
+    const char* p = s.data() + c->out_off;
+    size_t left = s.size() - c->out_off;
     if (c->ssl != nullptr) {
       ERR_clear_error();
       int n = SSL_write(c->ssl, p, static_cast<int>(std::min<size_t>(left, 1 << 20)));
@@ -103,9 +117,11 @@ void HttpFront::WriteMore(Conn* c) {
       }
       c->out_off += static_cast<size_t>(n);
     } else {
-      // MSG_MORE while more of the body follows: no half-empty segment at
-      // the end of each piece.
-      ssize_t n = ::send(c->fd, p, left, MSG_NOSIGNAL | (c->stream ? MSG_MORE : 0));
+      // MSG_MORE while more follows (the next segment, or the next piece):
+      // a chunk-size line goes out in one segment with its piece, and no
+      // piece ends in a half-empty one.
+      const bool more = c->seg + 1 < c->out.size() || c->stream;
+      ssize_t n = ::send(c->fd, p, left, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
       if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) return Watch(c, false, true);
         if (errno == EINTR) continue;
@@ -114,11 +130,10 @@ void HttpFront::WriteMore(Conn* c) {
       c->out_off += static_cast<size_t>(n);
     }
   }
-  if (!c->stream) return Finished(c);
-  // This piece is out: a worker produces the next. out_off stays > 0 until
-  // then, which tells Continue() that the response goes on.
   c->out.clear();
-  c->out.shrink_to_fit();
+  c->out.shrink_to_fit();  // an idle connection should not pin a /metrics-sized piece
+  if (!c->stream) return Finished(c);
+  // This piece is out: a worker produces the next.
   c->state = Conn::kServing;
   Watch(c, false, false);
   Push({c->id, RequestHead{}, std::move(c->stream), c->chunked});
@@ -130,9 +145,6 @@ void HttpFront::Finished(Conn* c) {
     ::shutdown(c->fd, SHUT_WR);
     return Close(c);
   }
-  c->out.clear();
-  c->out.shrink_to_fit();  // an idle connection should not pin a /metrics-sized buffer
-  c->out_off = 0;
   c->state = Conn::kReading;
   c->since = HttpFrontNow();
   c->deadline = c->since + options_.request_timeout_seconds;
@@ -157,7 +169,8 @@ void HttpFront::TakeDone() {
     if (d.abort) {
       Close(c);  // a chunked body without its last chunk: the client sees it cut short
     } else if (d.continued) {
-      Continue(c, std::move(d.bytes), std::move(d.stream));
+      c->deadline += static_cast<double>(TotalSize(d.bytes)) / 1e6;  // the response's deadline runs on
+      Load(c, std::move(d.bytes), std::move(d.stream));
     } else {
       Queue(c, std::move(d.bytes), std::move(d.stream), d.keep_alive, d.chunked);
     }
@@ -168,14 +181,17 @@ namespace {
 
 // Appends a piece of a streamed body as it goes on the wire: a chunk of the
 // chunked transfer coding (RFC 9112 section 7.1), followed by the last chunk
-// when it ends the body; as it is for HTTP/1.0.
-void AppendPiece(const std::string& piece, bool last, bool chunked, std::string* out) {
-  if (!chunked) {
-    *out += piece;
-    return;
+// when it ends the body; as it is for HTTP/1.0. The piece is moved, not copied.
+void AppendPiece(std::string piece, bool last, bool chunked, std::vector<std::string>* out) {
+  if (chunked && !piece.empty()) {  // an empty chunk would end the body
+    out->push_back(absl::StrCat(absl::Hex(piece.size()), "\r\n"));
+    out->push_back(std::move(piece));
+    out->push_back(last ? "\r\n0\r\n\r\n" : "\r\n");
+  } else if (chunked) {
+    if (last) out->push_back("0\r\n\r\n");
+  } else {
+    out->push_back(std::move(piece));
   }
-  if (!piece.empty()) absl::StrAppend(out, absl::Hex(piece.size()), "\r\n", piece, "\r\n");  // empty = the end
-  if (last) *out += "0\r\n\r\n";
 }
 
 }  // namespace
@@ -190,7 +206,7 @@ HttpFront::Done HttpFront::Answer(Job job) {
     try {
       std::string piece;
       const bool more = d.stream->Next(&piece);
-      AppendPiece(piece, !more, d.chunked, &d.bytes);
+      AppendPiece(std::move(piece), !more, d.chunked, &d.bytes);
       if (!more) d.stream.reset();
     } catch (const std::exception& e) {
       SP_LOG_ERROR("HTTP response body failed midway: ", e.what());
@@ -216,9 +232,9 @@ HttpFront::Done HttpFront::Answer(Job job) {
   // HTTP/1.0 has no chunks: a streamed body ends where the connection does.
   d.keep_alive = job.head.keep_alive && (!r.stream || job.head.http11);
   d.chunked = job.head.http11;
-  d.bytes = Serialize(&job.head, r, d.keep_alive);
+  d.bytes.push_back(Serialize(&job.head, r, d.keep_alive));
   if (r.stream && job.head.method != "HEAD") {
-    AppendPiece(first, false, d.chunked, &d.bytes);
+    AppendPiece(std::move(first), false, d.chunked, &d.bytes);
     d.stream = std::move(r.stream);
   }
   return d;

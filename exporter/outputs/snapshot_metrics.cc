@@ -5,7 +5,6 @@
 
 #include <cctype>
 #include <cmath>
-#include <memory>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -109,8 +108,9 @@ void WriteAllTiers(const Snapshot& s, MetricWriter& out) {
   };
   for (const TierFamily& f : families) {
     out.Family(f.name, f.help, f.kind);
+    std::vector<LabelRef> labels;
     for (const CgroupView& c : s.cgroups) {
-      std::vector<LabelRef> labels = CgroupLabels(c);
+      SetCgroupLabels(c, &labels);
       for (const auto& [tier, values] : c.tiers) {
         if (std::optional<double> v = f.value(values)) out.Value(labels, {{"source", TierName(tier)}}, *v);
       }
@@ -303,17 +303,11 @@ std::string TcpExtMetricPart(absl::string_view name) {
 std::vector<MetricsPart> SnapshotParts(const Snapshot& snapshot, const BuildInfo& build,
                                       const EmitOptions& options) {
   const Snapshot* s = &snapshot;
-  // Every cgroup family uses the same label sets; built once per rendering.
-  auto labels = std::make_shared<std::vector<std::vector<LabelRef>>>();
-  labels->reserve(s->cgroups.size());
-  for (const CgroupView& c : s->cgroups) labels->push_back(CgroupLabels(c));
   std::vector<MetricsPart> parts;
   for (const CgroupFamily& f : CoreFamilies()) {
-    parts.push_back([s, labels, &f](MetricWriter& out) { WriteCgroupFamily(f, *s, *labels, out); });
+    parts.push_back([s, &f](MetricWriter& out) { WriteCgroupFamily(f, *s, out); });
   }
-  if (options.context) {
-    parts.push_back([s, labels](MetricWriter& out) { WriteContextFamilies(*s, *labels, out); });
-  }
+  if (options.context) AppendContextParts(snapshot, &parts);  // context_metrics.cc
   parts.push_back([s](MetricWriter& out) { WritePruneFamilies(*s, out); });  // prune_metrics.cc
   if (options.all_tiers) {
     parts.push_back([s](MetricWriter& out) { WriteAllTiers(*s, out); });

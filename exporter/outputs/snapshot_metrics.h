@@ -2,7 +2,6 @@
 #pragma once
 
 #include "absl/strings/string_view.h"
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,11 +22,6 @@ struct EmitOptions {
   // PSI, vmpressure windows by level, OOM kills, sockets; context_metrics.h).
   bool context = false;
 };
-
-// A piece of the exposition: whole families, written in order into the
-// writer it is given. Parts let a response be rendered and sent a piece at a
-// time (metrics_endpoint.h) instead of as one body of every family.
-using MetricsPart = std::function<void(MetricWriter&)>;
 
 // The snapshot's families as parts of at most one family over every cgroup
 // each, in exposition order. The parts refer to `snapshot`, which must

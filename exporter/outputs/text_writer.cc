@@ -61,6 +61,10 @@ class TextWriter final : public MetricWriter {
   }
 
   void Value(const std::vector<LabelRef>& base, std::initializer_list<LabelRef> extra, double value) override {
+    // Output taken by a stream left out_ without room: make it for a piece
+    // as large as the last, instead of growing by doubling (1.5x the piece
+    // during each reallocation, up to 2x left over).
+    if (out_.capacity() < last_take_) out_.reserve(last_take_ + last_take_ / 8);
     if (!header_.empty()) {
       out_ += header_;
       header_.clear();
@@ -91,11 +95,15 @@ class TextWriter final : public MetricWriter {
     out_ += '\n';
   }
 
-  std::string TakeFinished() override { return std::exchange(out_, std::string()); }
+  std::string TakeFinished() override {
+    last_take_ = std::max(last_take_, out_.size());
+    return std::exchange(out_, std::string());
+  }
   std::string Finish() override { return std::move(out_); }
 
  private:
   std::string out_;
+  size_t last_take_ = 0;  // the largest output taken so far
   std::string name_;
   std::string header_;
 };
