@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "exporter/sampler/sampler.h"
 #include "exporter/sources/cgroupfs_source.h"
+#include "raw_http.h"
 #include "test_util.h"
 
 namespace sockpressure {
@@ -112,24 +113,7 @@ TEST_F(HttpServerTest, BasicAuthGuardsEverything) {
   EXPECT_EQ(ok->status, 200);
 }
 
-// Raw bytes in, everything the server sent until it closed (or 3 s) out.
-std::string RawExchange(int port, const std::string& request) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{3, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
-      ::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
-    char buf[65536];
-    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
+using testing::RawExchange;
 
 TEST_F(HttpServerTest, PipelinedRequestsAndHeadAreAnsweredInOrder) {
   StartServer();

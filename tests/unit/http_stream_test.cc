@@ -1,8 +1,6 @@
 // Streamed response bodies (outputs/body_stream.h): the front writes a body
 // a piece at a time, asking for the next piece only once the last is sent,
 // framed as HTTP/1.1 chunks (or close-delimited for HTTP/1.0).
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -19,6 +17,7 @@
 #include "exporter/outputs/body_stream.h"
 #include "exporter/outputs/http_front.h"
 #include "exporter/outputs/listener.h"
+#include "raw_http.h"
 
 namespace sockpressure {
 namespace {
@@ -72,27 +71,7 @@ class HttpStreamTest : public ::testing::Test {
   }
   void TearDown() override { front_->Stop(); }
 
-  int Connect() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(static_cast<uint16_t>(port_));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    timeval tv{5, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-    return fd;
-  }
-  // Sends `request`, returns everything until the server closes (or 5 s).
-  std::string Exchange(const std::string& request) {
-    int fd = Connect();
-    EXPECT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
-    std::string out;
-    char buf[65536];
-    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
-    ::close(fd);
-    return out;
-  }
+  std::string Exchange(const std::string& request) { return testing::RawExchange(port_, request, 5); }
 
   int port_ = 0;
   std::atomic<int> produced_{0};
@@ -185,7 +164,8 @@ TEST_F(HttpStreamTest, ABodyThatFailsMidwayIsCutShortNotEnded) {
 // Backpressure: a client that does not read gets no more than the socket
 // buffers hold; the rest of the body is never produced while it waits.
 TEST_F(HttpStreamTest, PiecesAreProducedOnlyAsFastAsTheClientReads) {
-  int fd = Connect();
+  int fd = testing::ConnectLoopback(port_, 5);
+  ASSERT_GE(fd, 0);
   const std::string req = "GET /huge HTTP/1.1\r\nHost: a\r\n\r\n";
   ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
