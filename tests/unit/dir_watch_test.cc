@@ -160,5 +160,38 @@ TEST(DirWatchTest, ALostEventMakesTheCollectorListEverythingOnce) {
   EXPECT_EQ(ScanOf(s, "/a/late"), 7u);
 }
 
+// After lost events every directory is listed once, including one read
+// early in the walk as a hot child of its parent (whose event was the one
+// lost): its new cgroup is in this sample, not the next.
+TEST(DirWatchTest, ALostEventListsAHotChildInTheSameWalk) {
+  size_t limit = QueuedEventsLimit();
+  if (limit == 0 || limit > 100000) GTEST_SKIP() << "fs.inotify.max_queued_events is " << limit << ": too large to overflow here";
+  Tree t;
+  std::unique_ptr<Source> src = t.Agent(/*watch=*/true);
+  // Hierarchical counters: / = /a + /b, /a = its own, /a/x and /b still.
+  auto reclaim = [&](uint64_t a) {
+    WriteFile(t.root / "memory.stat", Stat(a, a / 2));
+    WriteFile(t.root / "a" / "memory.stat", Stat(a, a / 2));
+  };
+  reclaim(1000);
+  Take(*src);
+  for (uint64_t a : {2000, 3000, 4000}) {  // /a moves every sample: a hot child of /
+    reclaim(a);
+    Take(*src);
+  }
+  for (size_t i = 0; i <= limit; ++i) {
+    std::filesystem::path file = t.root / "b" / "f";
+    file += std::to_string(i);
+    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+  }
+  WriteFile(t.root / "a" / "late" / "memory.stat", Stat(7, 1));
+  reclaim(5007);
+  Sample s = Take(*src);
+  EXPECT_NE(FindCgroup(s, "/a/late"), nullptr) << "listed in the walk that found the events lost";
+  EXPECT_EQ(ScanOf(s, "/a/late"), 7u);
+}
+
 }  // namespace
 }  // namespace sockpressure
