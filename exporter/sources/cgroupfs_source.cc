@@ -193,7 +193,7 @@ bool CgroupfsSource::ReadCgroup(CgroupNode& n, int rootfd, bool slow_pass) {
       if (c.sock_throttled_local) sock_throttled_seen_ = true;
     }
   }
-  if (slow_pass || moved || !n.listed || n.dirty) Relist(n, dirfd, slow_pass);
+  if (slow_pass || moved || !n.listed || n.dirty || lister_.list_all()) Relist(n, dirfd, slow_pass);
   n.moved = moved;
   // A first reading is not a move: only a change makes a child hot.
   if (moved && n.have_reading) NoteMoved(n, walk_);
@@ -204,7 +204,7 @@ bool CgroupfsSource::ReadCgroup(CgroupNode& n, int rootfd, bool slow_pass) {
 }
 
 bool CgroupfsSource::ListOnly(CgroupNode& n, int rootfd) {
-  if (TreeLister::Unchanged(n, /*full=*/true)) return true;
+  if (lister_.Unchanged(n, /*full=*/true)) return true;
   bool temp = false;
   int dirfd = DirFd(n, rootfd, &temp);
   if (dirfd < 0) {
@@ -306,18 +306,16 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
     }
     bool read = read_all || n->parent == nullptr || !n->have_reading || n->parent->read_kids;
     bool ok = true;
-    if (lister_.list_all()) n->dirty = true;
     if (n->visited_walk == walk_) {
       // Read as a hot child of its parent, and relisted then if its
-      // directory had an event; after lost events (list_all) it is marked
-      // only now, so it is listed in the next walk.
+      // directory had an event or events were lost (list_all).
       ok = n->visit_ok;
     } else if (read) {
       ok = Visit(*n, rootfd, slow_pass);
     } else {
       n->moved = false;
       // A cgroup came or went in it (watched), or the full pass (unwatched).
-      if (slow_pass || n->dirty) ok = ListOnly(*n, rootfd);
+      if (slow_pass || n->dirty || lister_.list_all()) ok = ListOnly(*n, rootfd);
     }
     if (!ok) {
       n->have_reading = false;

@@ -45,7 +45,7 @@ bool TreeLister::Relist(CgroupNode& n, int dirfd, bool full) {
       logged_ = true;
     }
   }
-  const bool dirty = std::exchange(n.dirty, false);
+  const bool dirty = std::exchange(n.dirty, false) || list_all_;
   // Without a watch: new subdirectories every full pass, and when the cgroup
   // moved and its link count (2 + subdirectories) changed, so that a new
   // cgroup that reclaims at once is read within the interval. A directory

@@ -22,14 +22,16 @@ class TreeLister {
   DirWatcher* watcher() { return watcher_.get(); }
   // A watched directory with no event since its last listing: its
   // subdirectories are as listed, and no syscall is needed to know it.
-  // Except on the full pass for one with a child that had no memory.stat
-  // (n.recheck): on v2, enabling memory in cgroup.subtree_control gives the
-  // children their memory files from kernfs, which inotify does not report.
-  static bool Unchanged(const CgroupNode& n, bool full) {
-    return n.wd >= 0 && n.listed && !n.dirty && !(full && n.recheck);
+  // Except after lost events (every directory is listed once), and on the
+  // full pass for one with a child that had no memory.stat (n.recheck): on
+  // v2, enabling memory in cgroup.subtree_control gives the children their
+  // memory files from kernfs, which inotify does not report.
+  bool Unchanged(const CgroupNode& n, bool full) const {
+    return !list_all_ && n.wd >= 0 && n.listed && !n.dirty && !(full && n.recheck);
   }
   // At the start of a walk: marks the nodes whose directories had events
-  // (dirty); after lost events every node must be listed (list_all()).
+  // (dirty); after lost events every node must be listed in this walk
+  // (list_all(), until WalkDone()).
   void Drain();
   bool list_all() const { return list_all_; }
   void WalkDone() { list_all_ = false; }
