@@ -231,8 +231,8 @@ int RenderDoctorReport(const Snapshot& before, const Snapshot& s, const DoctorOp
       if (f.clamps_delta > 0) facts.push_back(absl::StrCat("window clamps +", f.clamps_delta));
       if (f.throttled_delta > 0) facts.push_back(absl::StrCat("sock_throttled +", f.throttled_delta));
       const CgroupLimits& limits = LimitsOf(c.limits);
-      if (limits.memory_current && limits.memory_max && *limits.memory_max != UINT64_MAX) {
-        facts.push_back(absl::StrCat("memory ", Size(*limits.memory_current), " of max ", Size(*limits.memory_max)));
+      if (limits.memory_current && limits.memory_limit()) {
+        facts.push_back(absl::StrCat("memory ", Size(*limits.memory_current), " of max ", Size(*limits.memory_limit())));
       }
       if (c.swap_bytes && *c.swap_bytes > 0) facts.push_back(absl::StrCat("swap ", Size(*c.swap_bytes)));
       absl::StrAppend(&r, "  - ", Who(c), ": ", absl::StrJoin(facts, "; "), "\n");

@@ -152,7 +152,7 @@ api::v1::CgroupList BuildCgroupList(const Snapshot& s, const EpisodeTracker& epi
     if (c.best.sock_throttled_total) st->set_sock_throttled_total(*c.best.sock_throttled_total);
     const CgroupLimits& limits = LimitsOf(c.limits);
     if (limits.memory_current) st->set_memory_current_bytes(*limits.memory_current);
-    if (limits.memory_max && *limits.memory_max != UINT64_MAX) st->set_memory_max_bytes(*limits.memory_max);
+    if (std::optional<uint64_t> max = limits.memory_limit()) st->set_memory_max_bytes(*max);
     if (counters) {
       if (counters->active_episode_id) st->set_active_episode_id(*counters->active_episode_id);
       st->set_episodes_total(counters->episodes_total);

@@ -43,6 +43,12 @@ struct CgroupLimits {
   std::optional<PsiLine> psi_some, psi_full;
   // v1 only: memory.kmem.tcp.* (v1 sockets are throttled by tcpmem pressure).
   std::optional<uint64_t> kmem_tcp_usage, kmem_tcp_limit, kmem_tcp_failcnt;
+
+  // memory.max when a limit is set: absent when unread or "max" (read as
+  // UINT64_MAX, no limit).
+  std::optional<uint64_t> memory_limit() const {
+    return memory_max && *memory_max != UINT64_MAX ? memory_max : std::nullopt;
+  }
 };
 // nullptr: none read (the core profile, or not yet).
 using SharedLimits = std::shared_ptr<const CgroupLimits>;
