@@ -55,6 +55,19 @@ size_t QueuedEventsLimit() {
   return n;
 }
 
+// Fills the inotify queue of a watcher of `dir` past `limit` with events of
+// plain files (which no cgroup walk cares about), so that the next event is lost.
+bool OverflowQueue(const std::filesystem::path& dir, size_t limit) {
+  for (size_t i = 0; i <= limit; ++i) {
+    std::filesystem::path file = dir / "f";
+    file += std::to_string(i);
+    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    ::close(fd);
+  }
+  return true;
+}
+
 TEST(DirWatcherTest, ReportsEntriesComingAndGoingAndItsOwnRemoval) {
   testing::TempDir dir;
   std::filesystem::create_directories(dir.path() / "w");
@@ -145,15 +158,9 @@ TEST(DirWatchTest, ALostEventMakesTheCollectorListEverythingOnce) {
   Tree t;
   std::unique_ptr<Source> src = t.Agent(/*watch=*/true);
   Take(*src);
-  // Fill the queue with events of plain files, then make a cgroup whose
-  // event is dropped: only listing everything again can find it.
-  for (size_t i = 0; i <= limit; ++i) {
-    std::filesystem::path file = t.root / "b" / "f";
-    file += std::to_string(i);
-    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    ASSERT_GE(fd, 0);
-    ::close(fd);
-  }
+  // Fill the queue, then make a cgroup whose event is dropped: only listing
+  // everything again can find it.
+  ASSERT_TRUE(OverflowQueue(t.root / "b", limit));
   WriteFile(t.root / "a" / "late" / "memory.stat", Stat(7, 1));
   Sample s = Take(*src);
   EXPECT_NE(FindCgroup(s, "/a/late"), nullptr);
@@ -179,13 +186,7 @@ TEST(DirWatchTest, ALostEventListsAHotChildInTheSameWalk) {
     reclaim(a);
     Take(*src);
   }
-  for (size_t i = 0; i <= limit; ++i) {
-    std::filesystem::path file = t.root / "b" / "f";
-    file += std::to_string(i);
-    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    ASSERT_GE(fd, 0);
-    ::close(fd);
-  }
+  ASSERT_TRUE(OverflowQueue(t.root / "b", limit));
   WriteFile(t.root / "a" / "late" / "memory.stat", Stat(7, 1));
   reclaim(5007);
   Sample s = Take(*src);
