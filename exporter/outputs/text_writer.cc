@@ -61,11 +61,12 @@ class TextWriter final : public MetricWriter {
   }
 
   void Value(const std::vector<LabelRef>& base, std::initializer_list<LabelRef> extra, double value) override {
-    // Output taken by a stream left out_ without room: make it for a piece
-    // as large as the last, instead of growing by doubling (1.5x the piece
-    // during each reallocation, up to 2x left over).
-    if (out_.capacity() < last_take_) out_.reserve(last_take_ + last_take_ / 8);
-    if (!header_.empty()) {
+    if (!header_.empty()) {  // a family's first series
+      // Output taken by a stream left out_ without room: make it for a piece
+      // as large as the last, instead of growing by doubling (1.5x the piece
+      // during each reallocation, up to 2x left over). Once per family, not
+      // per series.
+      if (out_.capacity() < last_take_) out_.reserve(last_take_ + last_take_ / 8);
       out_ += header_;
       header_.clear();
     }
