@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     options.context = context;
     MetricsEndpoint endpoint(&sampler, {"bench", "bench", "bench"}, options);
     size_t text_bytes = 0, proto_bytes = 0, text_series = 0;
-    const std::string text = *endpoint.RenderSnapshot(*snap, false).body;
+    const std::string text = endpoint.RenderSnapshot(*snap, false);
     // As a scrape renders: the stream's pieces, each dropped once "sent".
     auto drain = [&](bool protobuf) {
       MetricsBody body = endpoint.OpenSnapshot(snap, protobuf);

@@ -79,7 +79,7 @@ MetricsBody MetricsEndpoint::OpenSnapshot(std::shared_ptr<const Snapshot> snapsh
   }
   // Last, so that the request counters include as much as they can.
   parts.push_back([registry = registry_](MetricWriter& out) { out.PromCppFamilies(registry->Collect()); });
-  std::unique_ptr<MetricWriter> writer = protobuf ? NewProtoWriter(0) : NewTextWriter(0);
+  std::unique_ptr<MetricWriter> writer = protobuf ? NewProtoWriter() : NewTextWriter();
   return {std::make_unique<MetricsStream>(std::move(snapshot), std::move(parts), std::move(writer)),
           std::string(protobuf ? kProtoContentType : kTextContentType)};
 }
@@ -92,10 +92,9 @@ MetricsBody MetricsEndpoint::Open(absl::string_view accept) {
   return OpenSnapshot(std::move(snap), protobuf);
 }
 
-RenderedMetrics MetricsEndpoint::RenderSnapshot(const Snapshot& snapshot, bool protobuf) const {
+std::string MetricsEndpoint::RenderSnapshot(const Snapshot& snapshot, bool protobuf) const {
   // The caller keeps `snapshot` alive for this call: an owner that deletes nothing.
-  MetricsBody m = OpenSnapshot(std::shared_ptr<const Snapshot>(&snapshot, [](const Snapshot*) {}), protobuf);
-  return {std::make_shared<const std::string>(ReadAll(*m.stream)), std::move(m.content_type)};
+  return ReadAll(*OpenSnapshot(std::shared_ptr<const Snapshot>(&snapshot, [](const Snapshot*) {}), protobuf).stream);
 }
 
 void MetricsEndpoint::CountRequest(const std::string& handler, int code) {

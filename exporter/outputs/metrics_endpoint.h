@@ -25,11 +25,6 @@ struct MetricsBody {
   std::string content_type;
 };
 
-struct RenderedMetrics {
-  std::shared_ptr<const std::string> body;
-  std::string content_type;
-};
-
 // Thread-safe: any number of HTTP threads may call Open() concurrently, and
 // each stream it returns is used by one thread at a time.
 //
@@ -56,7 +51,7 @@ class MetricsEndpoint {
   MetricsBody OpenSnapshot(std::shared_ptr<const Snapshot> snapshot, bool protobuf) const;
   // A given snapshot's whole body (tests, golden files, benchmarks): the
   // stream's pieces concatenated.
-  RenderedMetrics RenderSnapshot(const Snapshot& snapshot, bool protobuf) const;
+  std::string RenderSnapshot(const Snapshot& snapshot, bool protobuf) const;
 
   void CountRequest(const std::string& handler, int code);
 

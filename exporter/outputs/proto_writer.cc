@@ -50,8 +50,6 @@ size_t BytesSize(size_t len) { return 1 + VarintSize(len) + len; }
 
 class ProtoWriter final : public MetricWriter {
  public:
-  explicit ProtoWriter(size_t reserve) { out_.reserve(reserve); }
-
   void Family(absl::string_view name, absl::string_view help, MetricKind kind) override {
     Flush();
     // A family taken as the output left family_ without room: make it for
@@ -147,6 +145,6 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the protobuf wire form
 
 }  // namespace
 
-std::unique_ptr<MetricWriter> NewProtoWriter(size_t reserve) { return std::make_unique<ProtoWriter>(reserve); }
+std::unique_ptr<MetricWriter> NewProtoWriter() { return std::make_unique<ProtoWriter>(); }
 
 }  // namespace sockpressure

@@ -13,7 +13,6 @@ namespace sockpressure {
 inline constexpr absl::string_view kProtoContentType =
     "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
 
-// `reserve`: bytes to allocate up front (e.g. the size of the last rendering).
-std::unique_ptr<MetricWriter> NewProtoWriter(size_t reserve = 0);
+std::unique_ptr<MetricWriter> NewProtoWriter();
 
 }  // namespace sockpressure

@@ -48,7 +48,7 @@ void AppendValue(std::string& out, double v) {
 
 class TextWriter final : public MetricWriter {
  public:
-  explicit TextWriter(size_t reserve) { out_.reserve(std::max<size_t>(reserve, 1 << 16)); }
+  TextWriter() { out_.reserve(1 << 16); }
 
   void Family(absl::string_view name, absl::string_view help, MetricKind kind) override {
     // The header is written with the first series, so a family with no
@@ -123,7 +123,7 @@ void MetricWriter::PromCppFamilies(const std::vector<prometheus::MetricFamily>& 
   }
 }
 
-std::unique_ptr<MetricWriter> NewTextWriter(size_t reserve) { return std::make_unique<TextWriter>(reserve); }
+std::unique_ptr<MetricWriter> NewTextWriter() { return std::make_unique<TextWriter>(); }
 
 std::string FormatSampleValue(double value) {
   std::string s;

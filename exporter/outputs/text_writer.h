@@ -11,8 +11,7 @@ namespace sockpressure {
 
 inline constexpr absl::string_view kTextContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-// `reserve`: bytes to allocate up front (e.g. the size of the last rendering).
-std::unique_ptr<MetricWriter> NewTextWriter(size_t reserve = 0);
+std::unique_ptr<MetricWriter> NewTextWriter();
 
 // Formats a sample value the way Prometheus parses it: integers exactly,
 // +Inf/-Inf/NaN spelled out, other doubles in shortest round-trip form.

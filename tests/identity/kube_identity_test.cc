@@ -284,7 +284,7 @@ TEST(KubeIdentityTest, LabelsReachTheExposition) {
   EmitOptions context;  // the usage line is a context series (--collector.context)
   context.context = true;
   MetricsEndpoint endpoint(nullptr, {"v", "r", "c"}, context);
-  std::string text = *endpoint.RenderSnapshot(*snap, false).body;
+  std::string text = endpoint.RenderSnapshot(*snap, false);
   // Every fixture row shows up on the usage line with exactly its labels
   // (the cgroup label stays, pod labels are added, never for non-pods).
   int labelled = 0;

@@ -149,7 +149,7 @@ TEST(ChurnMemoryTest, ConcurrentScrapersEachGetTheWholeExposition) {
   sampler->SampleOnce();
   MetricsEndpoint endpoint(sampler.get(), BuildInfo{"t", "t", "t"}, EmitOptions{});
   for (bool protobuf : {false, true}) {
-    const std::string expected = *endpoint.RenderSnapshot(*sampler->Latest(), protobuf).body;
+    const std::string expected = endpoint.RenderSnapshot(*sampler->Latest(), protobuf);
     std::vector<std::thread> threads;
     std::vector<std::string> bodies(6);
     for (size_t i = 0; i < bodies.size(); ++i) {
