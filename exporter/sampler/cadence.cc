@@ -44,14 +44,8 @@ bool UnderSocketPressure(const Sample& s) {
 }  // namespace
 
 CollectorCadence CadenceOf(absl::string_view collector) {
-  // Context: node-wide files (exported, never in a verdict) and the socket
-  // census (gauges: how many sockets are clamped now). The verdict signals
-  // (memory.stat reclaim, socket pressure, clamps and prunes counted in
-  // eBPF maps) come from the others.
-  static constexpr absl::string_view kContext[] = {"kernel",   "swaps",      "netstat",  "sockstat",
-                                                   "vmstat",   "bpf_census", "sock_diag"};
-  for (absl::string_view c : kContext) {
-    if (c == collector) return CollectorCadence::kContext;
+  for (const SourceRegistration& r : RegisteredSources()) {
+    if (r.name == collector) return r.cadence;
   }
   return CollectorCadence::kEveryCycle;
 }

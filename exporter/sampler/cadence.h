@@ -1,5 +1,6 @@
 // Which collectors run in which sampling cycle: the one place that decides
-// (docs/sampling.md, "Cadence").
+// (docs/sampling.md, "Cadence"); which collector is which is its
+// registration's cadence (sources/registry.cc).
 //
 // Signal collectors (cgroupfs, bpf) run every cycle: the verdicts and their
 // latency (first scan -> metric within one interval) depend on them. Context
@@ -17,14 +18,13 @@
 
 #include "absl/strings/string_view.h"
 #include "exporter/sources/sample.h"
+#include "exporter/sources/source.h"
 #include "exporter/state/snapshot.h"
 
 namespace sockpressure {
 
-enum class CollectorCadence { kEveryCycle, kContext };
-
-// The table: kernel, swaps, netstat, sockstat, vmstat, bpf_census, sock_diag
-// are context; every other collector (and any unknown name) runs every cycle.
+// A collector's cadence, as its registration says (sources/registry.cc);
+// a name that is no registered collector runs every cycle.
 CollectorCadence CadenceOf(absl::string_view collector);
 
 // Decides, after the signal collectors filled a sample, whether the context

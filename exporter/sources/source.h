@@ -1,8 +1,13 @@
-// A Source reads one kind of kernel data into a Sample (node_exporter calls
-// these collectors). One source per file under exporter/sources/.
+// A collector is a Source: the code's type is Source, and "collector" is what
+// a registered Source is called where users see it (--collector.NAME, the
+// `collector` label, node_exporter's word). A Source reads one kind of kernel
+// data into a Sample; one per file under exporter/sources/. Every fact about
+// a collector (name, default, help, cadence, sub-switches) is its row in
+// registry.cc.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -35,8 +40,24 @@ class Source {
   virtual absl::Status Collect(Sample& sample) = 0;
 };
 
+// How often the sampler runs a collector (sampler/cadence.h decides the
+// cycles): signal collectors every cycle, context collectors on the context
+// cadence.
+enum class CollectorCadence { kEveryCycle, kContext };
+
+// The probes of the bpf collector, each switched by its own
+// --collector.bpf_NAME (the bpf row's sub-switches in registry.cc).
+struct BpfProbes {
+  bool vmpressure = true;  // vmpressure verdicts
+  bool pressure = true;    // iter/cgroup socket-pressure state
+  bool clamps = true;      // window clamps
+  bool prunes = true;      // pruning and memory drops
+};
+
 // The collectors enabled by default (registry.cc).
 std::set<std::string, std::less<>> DefaultCollectors();
+// The bpf collector's probes on by default (registry.cc).
+BpfProbes DefaultBpfProbes();
 
 // What a source factory gets from the command line.
 struct SourceContext {
@@ -62,23 +83,49 @@ struct SourceContext {
   // --signal.all-tiers: every tier collects even when a better one is live.
   bool all_tiers = false;
   // The collectors enabled by --[no-]collector.NAME. Factories read it
-  // where one collector depends on others: "bpf" builds the bpf_* probes
-  // listed here, and without "bpf" bpf_census is off too (no eBPF at all).
+  // where one collector depends on another: without "bpf" bpf_census is off
+  // too (no eBPF at all).
   std::set<std::string, std::less<>> collectors = DefaultCollectors();
+  // The bpf collector's probes enabled by --[no-]collector.bpf_NAME.
+  BpfProbes bpf_probes = DefaultBpfProbes();
 };
 
 using SourceFactory = std::function<std::unique_ptr<Source>(const SourceContext&)>;
 
-struct SourceRegistration {
+// One --[no-]collector.NAME flag: a collector's own, or a sub-switch that
+// turns a part of one collector on or off.
+struct CollectorSwitch {
   std::string name;
   bool enabled_by_default;
   std::string help;  // shown in --help for --collector.NAME
+};
+
+// A sub-switch of the bpf collector: the flag, and the probe it binds.
+struct BpfProbeSwitch {
+  CollectorSwitch flag;
+  bool BpfProbes::*probe;
+};
+
+// One row a collector. (--collector.context is no collector: it picks the
+// output profile and is an outputs flag, outputs/http_flags.h.)
+struct SourceRegistration {
+  std::string name;  // --collector.NAME, Source::name() and the `collector` label
+  bool enabled_by_default;
+  std::string help;  // shown in --help for --collector.NAME
+  CollectorCadence cadence;
   SourceFactory factory;
+  std::vector<BpfProbeSwitch> bpf_probes = {};  // the bpf collector's sub-switches
 };
 
 // All sources linked into the binary, in collection order (cgroupfs first:
 // the others resolve cgroup ids through it).
 const std::vector<SourceRegistration>& RegisteredSources();
+
+// Every --[no-]collector.NAME flag: each collector's, then its sub-switches.
+std::vector<CollectorSwitch> CollectorSwitches();
+// Sets ctx->collectors and ctx->bpf_probes from the flags' values by name;
+// a switch missing from `on` is off.
+void ApplyCollectorSwitches(const std::map<std::string, bool>& on, SourceContext* ctx);
 
 }  // namespace sockpressure
 

@@ -34,7 +34,7 @@ void RegisterSourceFlags(FlagSet* flags, SourceFlags* f) {
 }
 
 void RegisterCollectorFlags(FlagSet* flags, SourceFlags* f) {
-  for (const SourceRegistration& r : RegisteredSources()) {
+  for (const CollectorSwitch& r : CollectorSwitches()) {
     f->collectors[r.name] = r.enabled_by_default;
     flags->Bool(absl::StrCat("collector.", r.name), &f->collectors[r.name],
                 absl::StrCat("Enable the ", r.name, " collector: ", r.help, "."));
@@ -52,10 +52,7 @@ absl::StatusOr<SourceContext> SourceContextFromFlags(const SourceFlags& f) {
   ctx.full_pass_seconds = absl::ToDoubleSeconds(f.full_pass);
   ctx.context_seconds = absl::ToDoubleSeconds(f.context);
   ctx.all_tiers = f.all_tiers;
-  ctx.collectors.clear();
-  for (const auto& [name, on] : f.collectors) {
-    if (on) ctx.collectors.insert(name);
-  }
+  ApplyCollectorSwitches(f.collectors, &ctx);
   absl::Status s = ParseAttachList("bpf.vmpressure-attach", f.bpf_vmpressure_attach, {"fentry", "kprobe"},
                                    &ctx.bpf_vmpressure_attach);
   if (s.ok()) {

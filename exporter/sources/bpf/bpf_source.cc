@@ -1,26 +1,21 @@
+// The bpf collector with its programs built in. Compiled only when the eBPF
+// programs are (exporter/sources/bpf/CMakeLists.txt); bpf_stubs.cc stands in
+// otherwise.
 #include "exporter/sources/bpf/bpf_source.h"
 
-#include "exporter/common/logging.h"
-#include "exporter/sources/cgroupfs_source.h"
-#include "exporter/sources/kernel/capabilities.h"
-#include "exporter/sources/kernel/kernel_probe.h"
-
-#ifdef SOCKPRESSURE_WITH_BPF
 #include <bpf/btf.h>
 
+#include "exporter/common/logging.h"
 #include "exporter/sources/bpf/clamps_loader.h"
 #include "exporter/sources/bpf/memcg_iter_loader.h"
 #include "exporter/sources/bpf/prunes_loader.h"
 #include "exporter/sources/bpf/vmpressure_loader.h"
-#endif
+#include "exporter/sources/cgroupfs_source.h"
+#include "exporter/sources/kernel/capabilities.h"
+#include "exporter/sources/kernel/kernel_probe.h"
 
 namespace sockpressure {
 namespace {
-
-// Every probe of the collector, as sockpressure_probe_attached names them.
-constexpr const char* kProbes[] = {"vmpressure", "socket_pressure", "window_clamps", "tcp_drops", "tcp_prunes"};
-
-#ifdef SOCKPRESSURE_WITH_BPF
 
 // The collector: one loader per program (vmpressure, memcg_iter, clamps),
 // each attached with the best variant the kernel accepts.
@@ -109,7 +104,7 @@ class BpfSourceImpl final : public BpfSource {
  private:
   void Disable(const std::string& why) {
     SP_LOG_WARN("eBPF tiers disabled: ", why, "; the agent runs on the cgroupfs and sock_diag tiers");
-    for (const char* p : kProbes) log_.Unavailable(p);
+    for (const char* p : kBpfProbeNames) log_.Unavailable(p);
   }
 
   BpfOptions opt_;
@@ -122,63 +117,10 @@ class BpfSourceImpl final : public BpfSource {
   std::unique_ptr<PrunesLoader> drops_, prune_fns_;
 };
 
-#endif  // SOCKPRESSURE_WITH_BPF
-
-// Built without BPF, or no privilege: reports the probes as not attached.
-class NoBpfSource final : public BpfSource {
- public:
-  explicit NoBpfSource(std::string why) : why_(std::move(why)) {}
-  absl::Status Collect(Sample& sample) override {
-    if (!logged_) {
-      logged_ = true;
-      SP_LOG_INFO("eBPF tiers unavailable: ", why_, "; the agent runs on the cgroupfs and sock_diag tiers");
-    }
-    for (const char* p : kProbes) sample.probes.push_back({p, "none", false});
-    return absl::OkStatus();
-  }
-  std::vector<ProbeStatus> Probes() const override { return {}; }
-  std::vector<uint64_t> Stats(absl::string_view) const override { return {}; }
-  std::vector<std::pair<std::string, int>> ProgramFds() const override { return {}; }
-  std::vector<uint64_t> LastIterCgroupIds() const override { return {}; }
-
- private:
-  std::string why_;
-  bool logged_ = false;
-};
-
 }  // namespace
 
-bool BpfBuiltIn() {
-#ifdef SOCKPRESSURE_WITH_BPF
-  return true;
-#else
-  return false;
-#endif
-}
+bool BpfBuiltIn() { return true; }
 
-std::unique_ptr<BpfSource> NewBpfSource(const BpfOptions& options) {
-#ifdef SOCKPRESSURE_WITH_BPF
-  return std::make_unique<BpfSourceImpl>(options);
-#else
-  (void)options;
-  return std::make_unique<NoBpfSource>("not built in (SOCKPRESSURE_BPF=OFF or no clang/bpftool/libbpf at build time)");
-#endif
-}
-
-std::unique_ptr<Source> NewBpfSourceFromFlags(const SourceContext& ctx) {
-  BpfOptions o;
-  o.paths = ctx.paths;
-  std::string unusable = KernelTiersUnusableReason(ctx.paths.cgroupfs);
-  if (!unusable.empty()) return std::make_unique<NoBpfSource>(unusable);
-  o.clamps = ctx.collectors.count("bpf_clamps") > 0;
-  o.pressure = ctx.collectors.count("bpf_pressure") > 0;
-  o.vmpressure = ctx.collectors.count("bpf_vmpressure") > 0;
-  if (!ctx.bpf_vmpressure_attach.empty()) o.vmpressure_attach = ctx.bpf_vmpressure_attach;
-  if (!ctx.bpf_clamps_attach.empty()) o.clamp_attach = ctx.bpf_clamps_attach;
-  o.prunes = ctx.collectors.count("bpf_prunes") > 0;
-  if (!ctx.bpf_drops_attach.empty()) o.drops_attach = ctx.bpf_drops_attach;
-  if (!ctx.bpf_prunes_attach.empty()) o.prunes_attach = ctx.bpf_prunes_attach;
-  return NewBpfSource(o);
-}
+std::unique_ptr<BpfSource> NewBpfSource(const BpfOptions& options) { return std::make_unique<BpfSourceImpl>(options); }
 
 }  // namespace sockpressure

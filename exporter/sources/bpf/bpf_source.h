@@ -39,6 +39,10 @@ struct BpfOptions {
   std::vector<std::string> prunes_attach = {"fentry", "kprobe"};
 };
 
+// Every probe of the collector, as sockpressure_probe_attached names them.
+inline constexpr const char* kBpfProbeNames[] = {"vmpressure", "socket_pressure", "window_clamps", "tcp_drops",
+                                                 "tcp_prunes"};
+
 // False when the binary was built without the BPF objects (SOCKPRESSURE_BPF=OFF
 // or no clang/bpftool/libbpf at build time).
 bool BpfBuiltIn();
@@ -60,11 +64,15 @@ class BpfSource : public Source {
   virtual std::vector<uint64_t> LastIterCgroupIds() const = 0;
 };
 
+// The collector with the programs attached (bpf_source.cc), or, in a build
+// without them, one that reports them "not built in" (bpf_stubs.cc).
 std::unique_ptr<BpfSource> NewBpfSource(const BpfOptions& options);
+// A collector that attaches nothing and reports every probe as not attached,
+// logging `why` once.
+std::unique_ptr<BpfSource> NewUnavailableBpfSource(std::string why);
 
-// The "bpf" collector with the probes whose --collector.bpf_* is on in
-// ctx.collectors (those four registrations are options of this collector
-// and build no source of their own). --no-collector.bpf turns all off.
+// The "bpf" collector with the probes ctx.bpf_probes turns on (its
+// sub-switches, --collector.bpf_NAME). --no-collector.bpf turns all off.
 std::unique_ptr<Source> NewBpfSourceFromFlags(const SourceContext& ctx);
 
 }  // namespace sockpressure

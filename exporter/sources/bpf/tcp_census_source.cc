@@ -1,33 +1,25 @@
+// The TCP census iterator with its program built in. Compiled only when the
+// eBPF programs are (exporter/sources/bpf/CMakeLists.txt); bpf_stubs.cc
+// stands in otherwise. The collector around it is in bpf_collectors.cc.
 #include "exporter/sources/bpf/tcp_census_source.h"
 
-#include <linux/capability.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "exporter/common/logging.h"
-#include "exporter/sources/bpf/bpf_source.h"
-#include "exporter/sources/kernel/capabilities.h"
-#include "exporter/sources/kernel/kernel_probe.h"
-#include "exporter/sources/kernel/cgroup_mapper.h"
-
-#ifdef SOCKPRESSURE_WITH_BPF
-#include <bpf/bpf.h>
-#include <bpf/btf.h>
-#include <bpf/libbpf.h>
-
 #include "exporter/sources/bpf/bpf_loader.h"
 #include "exporter/sources/bpf/bpf_maps.h"
+#include "exporter/sources/kernel/capabilities.h"
 #include "sockpressure_bpf.h"
 #include "tcp_census.skel.h"
-#endif
 
 namespace sockpressure {
 namespace {
-
-#ifdef SOCKPRESSURE_WITH_BPF
 
 // The TCP iterator on the shared Skeleton<> sequence (bpf_loader.h): a fresh
 // instance, load, attach iter/tcp; links and skeleton go with the object.
@@ -91,7 +83,9 @@ class TcpCensusIterImpl final : public TcpCensusIter, private ProgramLoader<sp_t
   }
 
   uint64_t Lost() const override { return Stats()[SP_STAT_LOST]; }
-  int ProgramFd() const override { return bpf_program__fd(skel_->progs.tcp_census); }
+  void AddProgramStats(Sample& sample, bool timed) const override {
+    sockpressure::AddProgramStats(sample, "tcp_census", bpf_program__fd(skel_->progs.tcp_census), timed);
+  }
 
  private:
   // The walk happens inside read(); the program writes only the end marker.
@@ -111,63 +105,9 @@ class TcpCensusIterImpl final : public TcpCensusIter, private ProgramLoader<sp_t
   }
 };
 
-#endif  // SOCKPRESSURE_WITH_BPF
-
-class BpfCensusSource final : public Source {
- public:
-  explicit BpfCensusSource(const SourceContext& ctx) : paths_(ctx.paths), mapper_(ctx.paths.cgroupfs), netns_(ctx.paths.procfs) {
-    std::string unusable = KernelTiersUnusableReason(paths_.cgroupfs);
-    if (!unusable.empty()) {
-      why_ = unusable;
-      return;
-    }
-    census_ = TcpCensusIter::Open(&why_);
-    if (census_) {
-      // Iterator fds and map reads (BpfRuntimeCapabilities(): none on >= 6.5),
-      // entering namespaces (CAP_SYS_ADMIN) and opening other users'
-      // /proc/PID/ns/net (CAP_SYS_PTRACE).
-      NeedCapabilities(BpfRuntimeCapabilities() | CapBit(CAP_SYS_ADMIN) | CapBit(CAP_SYS_PTRACE),
-                       "TCP census iterator in every network namespace");
-    }
-  }
-  absl::string_view name() const override { return "bpf_census"; }
-
-  absl::Status Collect(Sample& sample) override {
-    sample.probes.push_back({"tcp_census", census_ ? "iter" : "none", census_ != nullptr});
-    if (!census_) {
-      if (!logged_) {
-        logged_ = true;
-        SP_LOG_INFO("eBPF TCP census off: ", why_, "; the socket census comes from sock_diag");
-      }
-      return absl::OkStatus();
-    }
-    TcpCensusResult r = census_->Run(netns_.List());
-    if (absl::Status st = r.Check("bpf_census", "walked", &logged_); !st.ok()) return st;
-    mapper_.Begin(sample);
-    auto& out = sample.census[Tier::kIter];
-    for (const auto& [id, c] : r.by_memcg) out[id] += c;  // charged: already a memory cgroup id
-    mapper_.AddCensus(r.by_cgroup2, sample, out);
-    sample.MarkLive(Signal::kClampedSockets, Tier::kIter);
-    sample.events_lost += census_->Lost();
-#ifdef SOCKPRESSURE_WITH_BPF
-    AddProgramStats(sample, "tcp_census", census_->ProgramFd(), BpfStatsEnabled(paths_.procfs));
-#endif
-    return absl::OkStatus();
-  }
-
- private:
-  Paths paths_;
-  CgroupMapper mapper_;
-  NetnsScanner netns_;  // the namespace list, kept between samples
-  std::unique_ptr<TcpCensusIter> census_;
-  std::string why_;
-  bool logged_ = false;
-};
-
 }  // namespace
 
 std::unique_ptr<TcpCensusIter> TcpCensusIter::Open(std::string* why) {
-#ifdef SOCKPRESSURE_WITH_BPF
   std::string priv = MissingBpfPrivilege();
   if (!priv.empty()) {
     *why = priv;
@@ -188,15 +128,6 @@ std::unique_ptr<TcpCensusIter> TcpCensusIter::Open(std::string* why) {
   *why = census->Attach();
   if (!why->empty()) return nullptr;
   return census;
-#else
-  *why = "not built in (SOCKPRESSURE_BPF=OFF or no clang/bpftool/libbpf at build time)";
-  return nullptr;
-#endif
-}
-
-std::unique_ptr<Source> NewBpfCensusSource(const SourceContext& ctx) {
-  if (!ctx.collectors.count("bpf")) return nullptr;  // --no-collector.bpf: no eBPF at all
-  return std::make_unique<BpfCensusSource>(ctx);
 }
 
 }  // namespace sockpressure

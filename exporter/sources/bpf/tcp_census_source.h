@@ -37,7 +37,8 @@ class TcpCensusIter {
   virtual TcpCensusResult Run(const std::vector<NetnsRef>& namespaces) = 0;
   // Map updates lost (more cgroups than SP_MAX_CGROUPS), cumulative.
   virtual uint64_t Lost() const = 0;
-  virtual int ProgramFd() const = 0;  // for its run statistics
+  // The program's run statistics into the sample (timed: kernel.bpf_stats_enabled).
+  virtual void AddProgramStats(Sample& sample, bool timed) const = 0;
 };
 
 // nullptr (collector off) with --no-collector.bpf.
