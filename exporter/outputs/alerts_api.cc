@@ -10,7 +10,7 @@
 #include "absl/time/time.h"
 #include "exporter/common/label_escape.h"
 #include "exporter/outputs/episode_timeline.h"
-#include "exporter/outputs/http_server.h"
+#include "exporter/outputs/http/http_server.h"
 #include "exporter/sampler/sampler.h"
 
 namespace sockpressure {
