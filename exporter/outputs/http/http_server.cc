@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "exporter/outputs/http/http_request.h"
+#include "exporter/outputs/http/query.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "exporter/common/logging.h"
@@ -77,9 +78,9 @@ void HttpServer::Serve(const RequestHead& head, HttpResponse* out) {
   httplib::Request req;
   req.method = head.method;
   req.target = head.target;
-  req.path = httplib::detail::decode_url(head.path, false);
+  req.path = PercentDecode(head.path);
   for (const auto& [k, v] : head.headers) req.headers.emplace(k, v);
-  httplib::detail::parse_query_text(head.query, req.params);
+  for (auto& [k, v] : ParseQuery(head.query)) req.params.emplace(std::move(k), std::move(v));
   httplib::Response res;
   auto route = routes_.find(head.path);
   bool admitted = Admit(req, res);
