@@ -14,4 +14,6 @@ sed -i -E "s/^(project\(sockpressure VERSION )[0-9.]+/\1$new/" CMakeLists.txt
 # The image tag: kustomize's images entry, the DaemonSet's own reference and the build example.
 sed -i -E "s/^(    newTag: )[0-9.]+$/\1$new/" deploy/base/kustomization.yaml deploy/README.md
 sed -i -E "s|($image):[0-9.]+|\1:$new|" deploy/base/daemonset.yaml Dockerfile
+# The Helm chart: its version and appVersion (the image tag defaults to appVersion).
+sed -i -E "s/^(version: )[0-9.]+$/\1$new/; s/^(appVersion: )\"[0-9.]+\"$/\1\"$new\"/" deploy/helm/sockpressure-exporter/Chart.yaml
 echo "version $new; add its CHANGELOG.md section"

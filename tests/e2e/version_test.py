@@ -77,6 +77,9 @@ def main():
     for rel in ("deploy/base/daemonset.yaml", "Dockerfile"):
         tags = re.findall(rf"{re.escape(IMAGE)}:(\S+)", read(root, rel))
         check(tags and all(t == v for t in tags), f"{rel} names the image with tag {v} ({tags})")
+    chart = read(root, "deploy/helm/sockpressure-exporter/Chart.yaml")
+    check(re.search(rf'^version: {re.escape(v)}$', chart, re.M) and re.search(rf'^appVersion: "{re.escape(v)}"$', chart, re.M),
+          f"the Helm chart's version and appVersion (its default image tag) are {v}")
     rels = re.findall(r"^## \[(\d+\.\d+\.\d+)\]", read(root, "CHANGELOG.md"), re.M)
     check(rels[:1] == [v], f"CHANGELOG.md's newest release is {v} ({rels[:1]})")
 
