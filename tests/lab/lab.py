@@ -201,51 +201,30 @@ class Prom:
         return r[0][1] if r else None
 
 
-class Guest:
-    """One QEMU boot; its serial console lines are timestamped on the host as they arrive."""
+def qemu_cmd(qemu, guest_files, append, mem_mib, fwd, disk=True):
+    """The lab's QEMU command line: TCG on 2 vCPUs, the guest's console on stdio, user networking
+    that only forwards `fwd` (hostfwd=... entries, comma-separated) to host loopback."""
+    return [
+        qemu, "-accel", "tcg,thread=multi", "-smp", "2", "-m", str(mem_mib), "-cpu", "max",
+        "-kernel", guest_files["KERNEL"], "-initrd", guest_files["INITRD"], "-append", " ".join(append),
+    ] + ([
+        # Read-only data disk: several runs (and conditions) share one cached image.
+        "-drive", f"file={guest_files['DISK']},if=virtio,format=raw,readonly=on",
+    ] if disk else []) + [
+        "-netdev", f"user,id=n0,{fwd}",
+        "-device", "virtio-net-pci,netdev=n0",
+        "-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot",
+    ]
 
-    def __init__(self, args, guest_files, cond, agents, rundir, run=None, mglru="off", many=False):
-        """agents: [(name, flags, host_port)]; agent k listens on GUEST_AGENT_PORT + k."""
+
+class Console:
+    """A running QEMU whose serial console lines are timestamped on the host as they arrive; the
+    guest's "LAB kind key=value ..." lines are kept as events."""
+
+    def __init__(self, cmd, log_path):
         self.events = []  # (host_time, kind, fields, raw)
         self.lock = threading.Lock()
-        append = [
-            "console=ttyS0", "quiet", "loglevel=4", "panic=-1", "mitigations=off",
-            f"lab.cond={cond}", f"lab.mglru={mglru}", f"lab.warmup={args.warmup}", f"lab.transfer={args.transfer}",
-            f"lab.agent_port={GUEST_AGENT_PORT}", f"lab.linger={args.linger}",
-        ]
-        if args.memcg_limit:
-            append.append(f"lab.memcg_limit={args.memcg_limit}")
-        if args.many_memcgs and many:
-            append.append(f"lab.many_memcgs={args.many_memcgs}")
-        if cond == "churn":
-            append += [f"lab.churn={args.churn}", f"lab.churn_seconds={args.churn_seconds}"]
-        if cond in PRUNE_CONDS:
-            append += [f"lab.read_kbps={args.read_kbps}", f"lab.loss={args.loss}"]
-            for key in ("adv_win_scale", "tcp_mem", "peer_wmem", "bystander", "hoard_sockets"):
-                if getattr(args, key):
-                    append.append(f"lab.{key}={getattr(args, key).replace(' ', ',')}")
-        for k, (_, flags, _) in enumerate(agents):
-            # Spaces become commas, commas semicolons (guest/init turns them back).
-            enc = ",".join(a.replace(",", ";") for a in flags.split())
-            if enc:
-                append.append(f"lab.agent{'' if k == 0 else k + 1}_args={enc}")
-        if len(agents) > 1:
-            append.append(f"lab.agents={len(agents)}")
-        fwd = ",".join(f"hostfwd=tcp:127.0.0.1:{hp}-:{GUEST_AGENT_PORT + k}"
-                       for k, (_, _, hp) in enumerate(agents))
-        if cond == "nosocket":
-            append.append("cgroup.memory=nosocket")
-        cmd = [
-            args.qemu, "-accel", "tcg,thread=multi", "-smp", "2", "-m", str(args.mem_mib), "-cpu", "max",
-            "-kernel", guest_files["KERNEL"], "-initrd", guest_files["INITRD"], "-append", " ".join(append),
-            # Read-only data disk: several runs (and conditions) share one cached image.
-            "-drive", f"file={guest_files['DISK']},if=virtio,format=raw,readonly=on",
-            # User networking only forwards the agents' ports to host loopback.
-            "-netdev", f"user,id=n0,{fwd}",
-            "-device", "virtio-net-pci,netdev=n0",
-            "-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot",
-        ]
-        self.log_path = os.path.join(rundir, f"{run or cond}.console.log")
+        self.log_path = log_path
         self.logf = open(self.log_path, "w")
         self.logf.write("# " + shlex.join(cmd) + "\n")
         self.started = time.time()
@@ -300,6 +279,43 @@ class Guest:
                 self.proc.wait(5)
         self.reader.join(5)
         self.logf.close()
+
+
+class Guest(Console):
+    """One lab boot: one condition with its agents."""
+
+    def __init__(self, args, guest_files, cond, agents, rundir, run=None, mglru="off", many=False):
+        """agents: [(name, flags, host_port)]; agent k listens on GUEST_AGENT_PORT + k."""
+        append = [
+            "console=ttyS0", "quiet", "loglevel=4", "panic=-1", "mitigations=off",
+            f"lab.cond={cond}", f"lab.mglru={mglru}", f"lab.warmup={args.warmup}", f"lab.transfer={args.transfer}",
+            f"lab.agent_port={GUEST_AGENT_PORT}", f"lab.linger={args.linger}",
+        ]
+        if args.memcg_limit:
+            append.append(f"lab.memcg_limit={args.memcg_limit}")
+        if args.many_memcgs and many:
+            append.append(f"lab.many_memcgs={args.many_memcgs}")
+        if cond == "churn":
+            append += [f"lab.churn={args.churn}", f"lab.churn_seconds={args.churn_seconds}"]
+        if cond in PRUNE_CONDS:
+            append += [f"lab.read_kbps={args.read_kbps}", f"lab.loss={args.loss}"]
+            for key in ("adv_win_scale", "tcp_mem", "peer_wmem", "bystander", "hoard_sockets"):
+                if getattr(args, key):
+                    append.append(f"lab.{key}={getattr(args, key).replace(' ', ',')}")
+        for k, (_, flags, _) in enumerate(agents):
+            # Spaces become commas, commas semicolons (guest/init turns them back).
+            enc = ",".join(a.replace(",", ";") for a in flags.split())
+            if enc:
+                append.append(f"lab.agent{'' if k == 0 else k + 1}_args={enc}")
+        if len(agents) > 1:
+            append.append(f"lab.agents={len(agents)}")
+        fwd = ",".join(f"hostfwd=tcp:127.0.0.1:{hp}-:{GUEST_AGENT_PORT + k}"
+                       for k, (_, _, hp) in enumerate(agents))
+        if cond == "nosocket":
+            append.append("cgroup.memory=nosocket")
+        # User networking only forwards the agents' ports to host loopback.
+        super().__init__(qemu_cmd(args.qemu, guest_files, append, args.mem_mib, fwd),
+                         os.path.join(rundir, f"{run or cond}.console.log"))
 
 
 class Stack:
