@@ -931,6 +931,11 @@ def assess(args, results):
         for rid, *_ in TIER_ROWS + PRUNE_ROWS:
             if rid in live:
                 continue
+            elsewhere = judged_in_other_controls(results, group, rid)
+            if elsewhere:
+                log(f"  [covered] {group}: tier {TIER_LABEL.get(rid, rid)}: no fallback boot here; judged quiet "
+                    f"in {', '.join(elsewhere)}")
+                continue
             known = [UNATTACHABLE[(rid, k)] for k in sorted(kernels) if (rid, k) in UNATTACHABLE]
             if known:
                 why = "; ".join(known)
@@ -940,6 +945,20 @@ def assess(args, results):
                 why = args.fallback_reason.format(conds=", ".join(fb_groups) or "none")
             ck.missing(group, f"tier {TIER_LABEL.get(rid, rid)}", why)
     return ck
+
+
+def judged_in_other_controls(results, group, rid):
+    """The other control columns (expected quiet, same kernel and reclaim mode) where tier `rid` was live,
+    when `group` is itself a control that has no fallback boot: the forced-fallback tiers need one quiet
+    verdict per kernel, and the controls that carry the fallback agents (noswap, nosocket, slowread) give
+    it, so `nopressure`, the throughput reference, boots with the default agent alone."""
+    mine = [r for r in results.values() if r["group"] == group]
+    if not mine or any(r["expect"] != "quiet" or len(r.get("agents", [])) > 1 for r in mine):
+        return []
+    key = {(r["kernel"], r["mglru"]) for r in mine}
+    return sorted({r["group"] for r in results.values() if r["group"] != group and r["expect"] == "quiet"
+                   and (r["kernel"], r["mglru"]) in key and r["condition"] != "churn"
+                   and rid in r.get("tier_obs", {})})
 
 
 def has_rx_sk(kernel):
@@ -1146,7 +1165,8 @@ def report(args, results, ck, total_s):
                         if r["group"] == group for o in r.get("tier_obs", {}).get(rid, [])]
                 judged = not any(r.get("unobservable") for r in results.values() if r["group"] == group)
                 if not seen:
-                    cells.append("**MISSING**")
+                    elsewhere = judged_in_other_controls(results, group, rid)
+                    cells.append(f"see {', '.join(elsewhere)}" if elsewhere else "**MISSING**")
                     continue
                 verdicts = {("throttled" if va else "quiet" if va is not None else "no data")
                             for (_, va, _), *_ in seen}
@@ -1161,7 +1181,8 @@ def report(args, results, ck, total_s):
                 seen = [(o, r.get("variant"), (r.get("prune_truth") or {}).get(rid)) for r in results.values()
                         if r["group"] == group for o in r.get("tier_obs", {}).get(rid, [])]
                 if not seen:
-                    cells.append("**MISSING**")
+                    elsewhere = judged_in_other_controls(results, group, rid)
+                    cells.append(f"see {', '.join(elsewhere)}" if elsewhere else "**MISSING**")
                     continue
                 verdicts = {("pruned" if va else "quiet" if va is not None else "no data") for (_, va, _), _, _ in seen}
                 judged = [va == t for (_, va, _), _, t in seen if t is not None]
@@ -1296,7 +1317,7 @@ def main():
     ap.add_argument("--no-agent", action="store_true", help="kernel reproduction only, no agent/Prometheus")
     ap.add_argument("--agent-args", default="--signal.all-tiers",
                     help="extra agent flags (default settings plus the per-tier export)")
-    ap.add_argument("--fallback-conditions", default="nopressure,swap",
+    ap.add_argument("--fallback-conditions", default="swap",
                     help="conditions booted a second time with the forced-fallback agents (--fallback-agents), so "
                          "the kprobe/tp_btf tiers get a verdict; \"\" = none")
     ap.add_argument("--fallback-agents", default=FALLBACK_AGENTS,
