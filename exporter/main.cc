@@ -25,7 +25,7 @@
 #include "exporter/identity/cgroup_filter.h"
 #include "exporter/identity/kubelet_client.h"
 #include "exporter/outputs/http_flags.h"
-#include "exporter/outputs/http_server.h"
+#include "exporter/outputs/http/http_server.h"
 #include "exporter/outputs/metrics_endpoint.h"
 #include "exporter/sampler/sampler.h"
 #include "exporter/sources/kernel/capabilities.h"
@@ -124,12 +124,12 @@ int Run(int argc, char** argv) {
   // in use, certificate or key) is reported with its reason before any
   // sample is taken or thread started.
   if (!opt.doctor) {
-    absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Open(http->listen_address, http->web);
+    absl::StatusOr<std::unique_ptr<ListenSocket>> listener = ListenSocket::Open(http->listen_address, http->web);
     if (!listener.ok()) {
       Fail(listener.status());
       return 1;
     }
-    http->listener = std::move(*listener);
+    http->listen_socket = std::move(*listener);
   }
 
   // Block the stop signals before any thread starts, so that only the

@@ -9,7 +9,6 @@
 # ASan+UBSan, TSan) and every fuzz target for FUZZ_SECONDS (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh test
 # Three builds (Release, sanitizers, fuzzing) on two cores: reuse objects
 # compiled before on this machine, also from another clone (paths are hashed
 # relative to the checkout).
@@ -17,16 +16,43 @@ if command -v ccache >/dev/null; then
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 fi
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j"$(nproc)"
-if ! ctest --test-dir build --output-on-failure --timeout 1800 "$@"; then
+# Each stage's wall time, printed at the end (the README and docs/benchmarks.md quote them).
+stages=()
+stage() {
+  local name="$1" t0=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  stages+=("$(printf '%-40s %5d s%s' "$name" $((SECONDS - t0)) "$([ $rc = 0 ] || echo " (failed, $rc)")")")
+  return $rc
+}
+report() {
+  echo "== stage times"
+  printf '%s\n' "${stages[@]}"
+  printf '%-40s %5d s\n' "total" "$SECONDS"
+}
+trap report EXIT
+failed() {
   # CI shows the start and the end of this log: repeat what failed at the end.
   echo "== failed tests"; cat build/Testing/Temporary/LastTestsFailed.log 2>/dev/null || true
   lab=build/tests/lab/lab-results/failed-checks.txt
   if [ -s "$lab" ]; then echo "== failed lab checks"; head -80 "$lab"; fi
   exit 1
+}
+build() {
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+  cmake --build build -j"$(nproc)"
+}
+stage "install (apt-get)" scripts/install-deps.sh test
+stage "Release build" build
+if [ "$#" -gt 0 ]; then
+  stage "ctest $*" ctest --test-dir build --output-on-failure --timeout 1800 "$@" || failed
+  exit 0
 fi
-if [ "$#" -eq 0 ]; then
-  scripts/sanitizers.sh
-  scripts/fuzz.sh
-fi
+# The tests other than the lab run two at a time (none needs a core of its own); the lab boots QEMU,
+# whose two emulated CPUs want both cores, so it runs alone after them.
+stage "ctest, all but the lab (-j$(nproc))" ctest --test-dir build --output-on-failure --timeout 1800 -LE lab \
+  -j"$(nproc)" || failed
+stage "ctest -L lab (QEMU kernel lab)" ctest --test-dir build --output-on-failure --timeout 3600 -L lab || failed
+stage "ASan+UBSan build and tests" scripts/sanitizers.sh asan
+stage "TSan build and tests" scripts/sanitizers.sh tsan
+stage "fuzzing" scripts/fuzz.sh

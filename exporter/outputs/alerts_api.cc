@@ -10,7 +10,7 @@
 #include "absl/time/time.h"
 #include "exporter/common/label_escape.h"
 #include "exporter/outputs/episode_timeline.h"
-#include "exporter/outputs/http_server.h"
+#include "exporter/outputs/http/http_server.h"
 #include "exporter/sampler/sampler.h"
 
 namespace sockpressure {
@@ -184,11 +184,11 @@ std::string ToJson(const google::protobuf::Message& message, bool pretty) {
   return out;
 }
 
-std::string RenderEpisodesPage(const api::v1::CgroupList& cgroups, const api::v1::EpisodeList& episodes,
-                               const PageContext& ctx) {
-  const api::v1::Preconditions& node = cgroups.node();
-  std::string h;
-  absl::StrAppend(&h, R"(<!DOCTYPE html>
+namespace {
+
+// The page in named parts, each appended to `*h` in order.
+void AppendPageHead(std::string* h) {
+  absl::StrAppend(h, R"(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="refresh" content="5">
 <title>sockpressure: TCP throttling episodes</title>
@@ -204,11 +204,16 @@ tr.throttled td{background:#fdecea} tr.active td{background:#fff4e5}
 .pill{display:inline-block;border:1px solid #ccc;border-radius:1em;padding:0 .6em;margin-right:.4em;background:#fff}
 </style></head><body>
 )");
-  absl::StrAppend(&h, "<h1>TCP receive-window throttling by memcg socket pressure</h1>\n<p class=\"meta\">sample ",
+}
+
+// Sample, version and API links; the node's preconditions and signal tiers; alert delivery.
+void AppendNodeSummary(std::string* h, const api::v1::CgroupList& cgroups, const PageContext& ctx) {
+  const api::v1::Preconditions& node = cgroups.node();
+  absl::StrAppend(h, "<h1>TCP receive-window throttling by memcg socket pressure</h1>\n<p class=\"meta\">sample ",
                   cgroups.sample_sequence(), " at ", When(cgroups.generated()), " &middot; sockpressure_exporter ",
                   Escape(ctx.version), " &middot; <a href=\"/api/v1/cgroups?pressure=1\">/api/v1/cgroups</a> ",
                   "&middot; <a href=\"/api/v1/episodes\">/api/v1/episodes</a></p>\n");
-  absl::StrAppend(&h, "<p id=\"node\"><span class=\"pill\">kernel <code>", Escape(node.kernel_release()),
+  absl::StrAppend(h, "<p id=\"node\"><span class=\"pill\">kernel <code>", Escape(node.kernel_release()),
                   "</code></span><span class=\"pill\">cgroup ", Escape(node.cgroup_mode()),
                   "</span><span class=\"pill\">swap ", OnOff(node.swap_enabled(), "off"),
                   "</span><span class=\"pill\">socket accounting ", OnOff(node.socket_accounting_enabled(), "off"),
@@ -216,17 +221,19 @@ tr.throttled td{background:#fdecea} tr.active td{background:#fff4e5}
                   node.has_mglru_enabled() ? OnOff(node.mglru_enabled(), "on") : "absent", "</span>");
   for (const char* sig : {"socket_pressure", "window_clamps", "clamped_sockets"}) {
     auto it = node.signal_sources().find(sig);
-    absl::StrAppend(&h, "<span class=\"pill\">", sig, ": ",
+    absl::StrAppend(h, "<span class=\"pill\">", sig, ": ",
                     Escape(it == node.signal_sources().end() ? "none" : it->second), "</span>");
   }
-  absl::StrAppend(&h, "</p>\n");
-  if (ctx.alerting_status) absl::StrAppend(&h, "<p class=\"meta\" id=\"alerting\">", Escape(ctx.alerting_status()), "</p>\n");
+  absl::StrAppend(h, "</p>\n");
+  if (ctx.alerting_status) absl::StrAppend(h, "<p class=\"meta\" id=\"alerting\">", Escape(ctx.alerting_status()), "</p>\n");
+}
 
-  absl::StrAppend(&h, "<h2>Cgroups throttled now or in an open episode</h2>\n");
+void AppendCgroupTable(std::string* h, const api::v1::CgroupList& cgroups) {
+  absl::StrAppend(h, "<h2>Cgroups throttled now or in an open episode</h2>\n");
   if (cgroups.cgroups().empty()) {
-    absl::StrAppend(&h, "<p id=\"no-pressure\" class=\"ok\">No cgroup is under socket pressure.</p>\n");
+    absl::StrAppend(h, "<p id=\"no-pressure\" class=\"ok\">No cgroup is under socket pressure.</p>\n");
   } else {
-    absl::StrAppend(&h, "<table id=\"cgroups\"><thead><tr><th>cgroup</th><th>pod</th><th>state</th><th>episode</th>"
+    absl::StrAppend(h, "<table id=\"cgroups\"><thead><tr><th>cgroup</th><th>pod</th><th>state</th><th>episode</th>"
                         "<th>scan w/o reclaim</th><th>sockets</th><th>clamped</th><th>pressure s total</th>"
                         "<th>clamps total</th></tr></thead><tbody>\n");
     for (const api::v1::CgroupState& c : cgroups.cgroups()) {
@@ -237,7 +244,7 @@ tr.throttled td{background:#fdecea} tr.active td{background:#fff4e5}
                                 ? absl::StrCat("<a href=\"#episode-", c.active_episode_id(), "\">#",
                                                c.active_episode_id(), "</a>")
                                 : "";
-      absl::StrAppend(&h, "<tr class=\"", c.pressure_active() ? "throttled" : "active", "\" data-cgroup=\"",
+      absl::StrAppend(h, "<tr class=\"", c.pressure_active() ? "throttled" : "active", "\" data-cgroup=\"",
                       Escape(c.cgroup()), "\"><td><code>", Escape(c.cgroup()), "</code></td><td>",
                       Escape(Pod(c.identity())), "</td><td>", state, "</td><td>", episode, "</td><td class=\"num\">",
                       Ratio(c.has_scan_without_reclaim_ratio(), c.scan_without_reclaim_ratio()),
@@ -246,16 +253,18 @@ tr.throttled td{background:#fdecea} tr.active td{background:#fff4e5}
                       "</td><td class=\"num\">", absl::StrFormat("%.1f", c.pressure_seconds_total()),
                       "</td><td class=\"num\">", c.window_clamps_total(), "</td></tr>\n");
     }
-    absl::StrAppend(&h, "</tbody></table>\n");
+    absl::StrAppend(h, "</tbody></table>\n");
   }
+}
 
-  absl::StrAppend(&h, "<h2>Recent episodes</h2>\n<p class=\"meta\">", episodes.active(), " open, ",
+void AppendEpisodeTable(std::string* h, const api::v1::EpisodeList& episodes) {
+  absl::StrAppend(h, "<h2>Recent episodes</h2>\n<p class=\"meta\">", episodes.active(), " open, ",
                   episodes.started_total(), " started since the agent started; the last ",
                   episodes.history_limit(), " are kept.</p>\n");
   if (episodes.episodes().empty()) {
-    absl::StrAppend(&h, "<p id=\"no-episodes\">No episodes yet.</p>\n");
+    absl::StrAppend(h, "<p id=\"no-episodes\">No episodes yet.</p>\n");
   } else {
-    absl::StrAppend(&h, "<table id=\"episodes\"><thead><tr><th>#</th><th>timeline</th><th>cgroup</th><th>pod</th><th>start</th>"
+    absl::StrAppend(h, "<table id=\"episodes\"><thead><tr><th>#</th><th>timeline</th><th>cgroup</th><th>pod</th><th>start</th>"
                         "<th>end</th><th>duration s</th><th>throttled s</th><th>peak ratio</th><th>clamps</th>"
                         "<th>peak clamped sockets</th><th>swap / sock acct / MGLRU</th><th>top reclaimers (pages)</th>"
                         "</tr></thead><tbody>\n");
@@ -265,7 +274,7 @@ tr.throttled td{background:#fdecea} tr.active td{background:#fff4e5}
         absl::StrAppend(&reclaimers, reclaimers.empty() ? "" : "<br>", "<code>", Escape(r.cgroup()), "</code> ",
                         r.reclaimed_pages());
       }
-      absl::StrAppend(&h, "<tr id=\"episode-", e.id(), "\" class=\"", e.active() ? "active" : "closed",
+      absl::StrAppend(h, "<tr id=\"episode-", e.id(), "\" class=\"", e.active() ? "active" : "closed",
                       "\" data-cgroup=\"", Escape(e.cgroup()), "\"><td>", e.id(), "</td><td>",
                       // Second column: the picture is what people look at first.
                       EpisodeTimelineSvg(e), "</td><td><code>",
@@ -284,8 +293,19 @@ tr.throttled td{background:#fdecea} tr.active td{background:#fff4e5}
                       "</td><td>", reclaimers,
                       "</td></tr>\n");
     }
-    absl::StrAppend(&h, "</tbody></table>\n");
+    absl::StrAppend(h, "</tbody></table>\n");
   }
+}
+
+}  // namespace
+
+std::string RenderEpisodesPage(const api::v1::CgroupList& cgroups, const api::v1::EpisodeList& episodes,
+                               const PageContext& ctx) {
+  std::string h;
+  AppendPageHead(&h);
+  AppendNodeSummary(&h, cgroups, ctx);
+  AppendCgroupTable(&h, cgroups);
+  AppendEpisodeTable(&h, episodes);
   absl::StrAppend(&h, "</body></html>\n");
   return h;
 }

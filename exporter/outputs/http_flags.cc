@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "exporter/outputs/http/listen_socket.h"
 
 namespace sockpressure {
 

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "exporter/cli/flag_set.h"
-#include "exporter/outputs/http_server.h"
+#include "exporter/outputs/http/http_server.h"
 
 namespace sockpressure {
 

@@ -92,6 +92,17 @@ MetricsBody MetricsEndpoint::Open(absl::string_view accept) {
   return OpenSnapshot(std::move(snap), protobuf);
 }
 
+void MetricsEndpoint::Serve(const RequestHead& request, HttpResponse* response) {
+  MetricsBody m = Open(request.Header("accept"));
+  if (!m.stream) {
+    *response = {503, {{"Content-Type", "text/plain"}}, "no sample yet\n"};
+    return;
+  }
+  *response = {200, {{"Content-Type", m.content_type}}, ""};
+  // Rendered and sent a piece at a time (metrics_endpoint.h).
+  response->stream = std::move(m.stream);
+}
+
 std::string MetricsEndpoint::RenderSnapshot(const Snapshot& snapshot, bool protobuf) const {
   // The caller keeps `snapshot` alive for this call: an owner that deletes nothing.
   return ReadAll(*OpenSnapshot(std::shared_ptr<const Snapshot>(&snapshot, [](const Snapshot*) {}), protobuf).stream);

@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "exporter/outputs/body_stream.h"
+#include "exporter/outputs/http/body_stream.h"
+#include "exporter/outputs/http/route.h"
 #include "exporter/outputs/snapshot_metrics.h"
 #include "exporter/state/snapshot.h"
 #include "prometheus/counter.h"
@@ -37,9 +38,13 @@ struct MetricsBody {
 // piece and the snapshot it renders, never the whole body. The cost: every
 // scrape renders, so two scrapers of one sample render it twice (5-8 ms
 // each at 10,000 cgroups, README "Benchmarks").
-class MetricsEndpoint {
+class MetricsEndpoint : public TelemetryEndpoint {
  public:
   MetricsEndpoint(const Sampler* sampler, BuildInfo build, EmitOptions options);
+
+  // The telemetry path: Open() for the request's Accept header, or 503
+  // before the first sample.
+  void Serve(const RequestHead& request, HttpResponse* response) override;
 
   // True when the Accept header prefers the protobuf exposition.
   static bool WantsProtobuf(absl::string_view accept_header);
@@ -53,7 +58,7 @@ class MetricsEndpoint {
   // stream's pieces concatenated.
   std::string RenderSnapshot(const Snapshot& snapshot, bool protobuf) const;
 
-  void CountRequest(const std::string& handler, int code);
+  void CountRequest(const std::string& handler, int code) override;
 
   // Extension point for feature areas (e.g. alerting episodes): each writer
   // appends its own families after the snapshot's, as one part of the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every thread of the running agent holds exactly the capabilities the agent
 # says it kept (CapEff and CapBnd in /proc/PID/task/*/status), in several
-# collector configurations, and that set is within what the README documents
+# collector configurations, and that set is within what docs/threat-model.md documents
 # for the configuration. Needs root: that is where the drop matters.
 AGENT="$1"
 source "$(dirname "$0")/lib.sh"
@@ -13,7 +13,7 @@ CAP_SYS_PTRACE=19; CAP_SYS_ADMIN=21; CAP_BPF=39
 bit() { printf '%d' $((1 << $1)); }
 hex() { printf '%016x' "$1"; }
 
-# The most each configuration may keep, as documented in README.md
+# The most each configuration may keep, as documented in docs/threat-model.md
 # ("Capabilities"): bpf collectors nothing on >= 6.5, else CAP_BPF
 # (CAP_SYS_ADMIN on kernels without CAP_BPF); bpf_census and sock_diag CAP_SYS_ADMIN+CAP_SYS_PTRACE to enter
 # other network namespaces; nothing else.

@@ -5,9 +5,8 @@
 
 Every row of the flag catalogs (exporter/*/*_flags.json) is a flag of the
 binary with the catalog's help text, and every flag the README's "## Flags"
-table names exists with the default the table gives. The README lists the
-common flags only (--help is the complete list), so a flag missing from it
-is not an error.
+table names exists with the default the table gives. The table lists every
+flag --help prints, so a flag missing from it is an error too.
 """
 import glob
 import json
@@ -61,6 +60,8 @@ def same_default(readme, shown):
     readme = {"on": "true", "off": "false"}.get(readme, readme)
     if len(shown) >= 2 and shown[0] == shown[-1] == '"':
         shown = shown[1:-1]
+    if shown == "[]":  # a repeatable flag: none given
+        shown = ""
     return readme == shown
 
 
@@ -89,6 +90,9 @@ def main():
                 errors.append(f"README names --{name}, which is not a flag")
             elif not same_default(default, shown[name][1]):
                 errors.append(f"README: --{name} defaults to {default!r}, --help says {shown[name][1]}")
+    listed = {n for names, _, _ in readme_rows(os.path.join(source, "README.md")) for n in names}
+    for name in sorted(set(shown) - listed - {"help", "version"}):
+        errors.append(f"README's flag table lacks --{name} (it lists every flag --help prints)")
     print(f"{catalog_rows} catalog flags, {readme_flags} README flags, {len(shown)} flags in --help")
     if catalog_rows == 0 or readme_flags == 0:
         errors.append("found no catalog or no README flags")

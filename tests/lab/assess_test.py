@@ -297,5 +297,36 @@ class ChurnAssessTest(unittest.TestCase):
                       self.failed(self.churn(seen_cgroups=0)))
 
 
+class FallbackCoverageTest(unittest.TestCase):
+    """`nopressure`, the throughput reference, boots with the default agent alone: its forced-fallback
+    tiers are judged quiet in the other controls that carry the fallback agents (noswap, nosocket,
+    slowread), and are MISSING only when no such control had them live."""
+
+    def missing(self, *boots):
+        return [(c, n) for c, n, ok, d in lab.assess(args(), {b["run"]: b for b in boots}).rows if ok is None]
+
+    def control_with_kprobe_agent(self):
+        b = boot("noswap", "6.1", "off", False, False)
+        b["agents"] = [("default", "--signal.all-tiers"), ("kprobe", "--signal.all-tiers --bpf.vmpressure-attach=kprobe")]
+        b["agent_tiers"]["kprobe"] = {"probes": [("vmpressure", "kprobe")], "tiers": {"kprobe": {
+            ("socket_pressure_events_total", A): 0.0, ("socket_pressure_events_total", B): 0.0,
+            ("socket_pressure_seconds_total", A): 0.0, ("socket_pressure_seconds_total", B): 0.0}}}
+        return b
+
+    def test_reference_without_fallback_boot_is_covered_by_a_control(self):
+        kprobe = "tier " + lab.TIER_LABEL["kprobe"]
+        alone = self.missing(boot("nopressure", "6.1", "off", False, False))
+        self.assertIn(("nopressure", kprobe), alone)
+        both = self.missing(boot("nopressure", "6.1", "off", False, False), self.control_with_kprobe_agent())
+        self.assertNotIn(("nopressure", kprobe), both)
+        # A tier no control had live stays MISSING.
+        self.assertIn(("nopressure", "tier " + lab.TIER_LABEL["tp_btf"]), both)
+
+    def test_a_throttled_column_is_never_covered_by_a_control(self):
+        kprobe = "tier " + lab.TIER_LABEL["kprobe"]
+        self.assertIn(("swap", kprobe), self.missing(boot("swap", "6.1", "off", True, True),
+                                                     self.control_with_kprobe_agent()))
+
+
 if __name__ == "__main__":
     unittest.main()

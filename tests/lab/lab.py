@@ -201,51 +201,30 @@ class Prom:
         return r[0][1] if r else None
 
 
-class Guest:
-    """One QEMU boot; its serial console lines are timestamped on the host as they arrive."""
+def qemu_cmd(qemu, guest_files, append, mem_mib, fwd, disk=True):
+    """The lab's QEMU command line: TCG on 2 vCPUs, the guest's console on stdio, user networking
+    that only forwards `fwd` (hostfwd=... entries, comma-separated) to host loopback."""
+    return [
+        qemu, "-accel", "tcg,thread=multi", "-smp", "2", "-m", str(mem_mib), "-cpu", "max",
+        "-kernel", guest_files["KERNEL"], "-initrd", guest_files["INITRD"], "-append", " ".join(append),
+    ] + ([
+        # Read-only data disk: several runs (and conditions) share one cached image.
+        "-drive", f"file={guest_files['DISK']},if=virtio,format=raw,readonly=on",
+    ] if disk else []) + [
+        "-netdev", f"user,id=n0,{fwd}",
+        "-device", "virtio-net-pci,netdev=n0",
+        "-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot",
+    ]
 
-    def __init__(self, args, guest_files, cond, agents, rundir, run=None, mglru="off", many=False):
-        """agents: [(name, flags, host_port)]; agent k listens on GUEST_AGENT_PORT + k."""
+
+class Console:
+    """A running QEMU whose serial console lines are timestamped on the host as they arrive; the
+    guest's "LAB kind key=value ..." lines are kept as events."""
+
+    def __init__(self, cmd, log_path):
         self.events = []  # (host_time, kind, fields, raw)
         self.lock = threading.Lock()
-        append = [
-            "console=ttyS0", "quiet", "loglevel=4", "panic=-1", "mitigations=off",
-            f"lab.cond={cond}", f"lab.mglru={mglru}", f"lab.warmup={args.warmup}", f"lab.transfer={args.transfer}",
-            f"lab.agent_port={GUEST_AGENT_PORT}", f"lab.linger={args.linger}",
-        ]
-        if args.memcg_limit:
-            append.append(f"lab.memcg_limit={args.memcg_limit}")
-        if args.many_memcgs and many:
-            append.append(f"lab.many_memcgs={args.many_memcgs}")
-        if cond == "churn":
-            append += [f"lab.churn={args.churn}", f"lab.churn_seconds={args.churn_seconds}"]
-        if cond in PRUNE_CONDS:
-            append += [f"lab.read_kbps={args.read_kbps}", f"lab.loss={args.loss}"]
-            for key in ("adv_win_scale", "tcp_mem", "peer_wmem", "bystander", "hoard_sockets"):
-                if getattr(args, key):
-                    append.append(f"lab.{key}={getattr(args, key).replace(' ', ',')}")
-        for k, (_, flags, _) in enumerate(agents):
-            # Spaces become commas, commas semicolons (guest/init turns them back).
-            enc = ",".join(a.replace(",", ";") for a in flags.split())
-            if enc:
-                append.append(f"lab.agent{'' if k == 0 else k + 1}_args={enc}")
-        if len(agents) > 1:
-            append.append(f"lab.agents={len(agents)}")
-        fwd = ",".join(f"hostfwd=tcp:127.0.0.1:{hp}-:{GUEST_AGENT_PORT + k}"
-                       for k, (_, _, hp) in enumerate(agents))
-        if cond == "nosocket":
-            append.append("cgroup.memory=nosocket")
-        cmd = [
-            args.qemu, "-accel", "tcg,thread=multi", "-smp", "2", "-m", str(args.mem_mib), "-cpu", "max",
-            "-kernel", guest_files["KERNEL"], "-initrd", guest_files["INITRD"], "-append", " ".join(append),
-            # Read-only data disk: several runs (and conditions) share one cached image.
-            "-drive", f"file={guest_files['DISK']},if=virtio,format=raw,readonly=on",
-            # User networking only forwards the agents' ports to host loopback.
-            "-netdev", f"user,id=n0,{fwd}",
-            "-device", "virtio-net-pci,netdev=n0",
-            "-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot",
-        ]
-        self.log_path = os.path.join(rundir, f"{run or cond}.console.log")
+        self.log_path = log_path
         self.logf = open(self.log_path, "w")
         self.logf.write("# " + shlex.join(cmd) + "\n")
         self.started = time.time()
@@ -300,6 +279,43 @@ class Guest:
                 self.proc.wait(5)
         self.reader.join(5)
         self.logf.close()
+
+
+class Guest(Console):
+    """One lab boot: one condition with its agents."""
+
+    def __init__(self, args, guest_files, cond, agents, rundir, run=None, mglru="off", many=False):
+        """agents: [(name, flags, host_port)]; agent k listens on GUEST_AGENT_PORT + k."""
+        append = [
+            "console=ttyS0", "quiet", "loglevel=4", "panic=-1", "mitigations=off",
+            f"lab.cond={cond}", f"lab.mglru={mglru}", f"lab.warmup={args.warmup}", f"lab.transfer={args.transfer}",
+            f"lab.agent_port={GUEST_AGENT_PORT}", f"lab.linger={args.linger}",
+        ]
+        if args.memcg_limit:
+            append.append(f"lab.memcg_limit={args.memcg_limit}")
+        if args.many_memcgs and many:
+            append.append(f"lab.many_memcgs={args.many_memcgs}")
+        if cond == "churn":
+            append += [f"lab.churn={args.churn}", f"lab.churn_seconds={args.churn_seconds}"]
+        if cond in PRUNE_CONDS:
+            append += [f"lab.read_kbps={args.read_kbps}", f"lab.loss={args.loss}"]
+            for key in ("adv_win_scale", "tcp_mem", "peer_wmem", "bystander", "hoard_sockets"):
+                if getattr(args, key):
+                    append.append(f"lab.{key}={getattr(args, key).replace(' ', ',')}")
+        for k, (_, flags, _) in enumerate(agents):
+            # Spaces become commas, commas semicolons (guest/init turns them back).
+            enc = ",".join(a.replace(",", ";") for a in flags.split())
+            if enc:
+                append.append(f"lab.agent{'' if k == 0 else k + 1}_args={enc}")
+        if len(agents) > 1:
+            append.append(f"lab.agents={len(agents)}")
+        fwd = ",".join(f"hostfwd=tcp:127.0.0.1:{hp}-:{GUEST_AGENT_PORT + k}"
+                       for k, (_, _, hp) in enumerate(agents))
+        if cond == "nosocket":
+            append.append("cgroup.memory=nosocket")
+        # User networking only forwards the agents' ports to host loopback.
+        super().__init__(qemu_cmd(args.qemu, guest_files, append, args.mem_mib, fwd),
+                         os.path.join(rundir, f"{run or cond}.console.log"))
 
 
 class Stack:
@@ -915,6 +931,11 @@ def assess(args, results):
         for rid, *_ in TIER_ROWS + PRUNE_ROWS:
             if rid in live:
                 continue
+            elsewhere = judged_in_other_controls(results, group, rid)
+            if elsewhere:
+                log(f"  [covered] {group}: tier {TIER_LABEL.get(rid, rid)}: no fallback boot here; judged quiet "
+                    f"in {', '.join(elsewhere)}")
+                continue
             known = [UNATTACHABLE[(rid, k)] for k in sorted(kernels) if (rid, k) in UNATTACHABLE]
             if known:
                 why = "; ".join(known)
@@ -924,6 +945,20 @@ def assess(args, results):
                 why = args.fallback_reason.format(conds=", ".join(fb_groups) or "none")
             ck.missing(group, f"tier {TIER_LABEL.get(rid, rid)}", why)
     return ck
+
+
+def judged_in_other_controls(results, group, rid):
+    """The other control columns (expected quiet, same kernel and reclaim mode) where tier `rid` was live,
+    when `group` is itself a control that has no fallback boot: the forced-fallback tiers need one quiet
+    verdict per kernel, and the controls that carry the fallback agents (noswap, nosocket, slowread) give
+    it, so `nopressure`, the throughput reference, boots with the default agent alone."""
+    mine = [r for r in results.values() if r["group"] == group]
+    if not mine or any(r["expect"] != "quiet" or len(r.get("agents", [])) > 1 for r in mine):
+        return []
+    key = {(r["kernel"], r["mglru"]) for r in mine}
+    return sorted({r["group"] for r in results.values() if r["group"] != group and r["expect"] == "quiet"
+                   and (r["kernel"], r["mglru"]) in key and r["condition"] != "churn"
+                   and rid in r.get("tier_obs", {})})
 
 
 def has_rx_sk(kernel):
@@ -1130,7 +1165,8 @@ def report(args, results, ck, total_s):
                         if r["group"] == group for o in r.get("tier_obs", {}).get(rid, [])]
                 judged = not any(r.get("unobservable") for r in results.values() if r["group"] == group)
                 if not seen:
-                    cells.append("**MISSING**")
+                    elsewhere = judged_in_other_controls(results, group, rid)
+                    cells.append(f"see {', '.join(elsewhere)}" if elsewhere else "**MISSING**")
                     continue
                 verdicts = {("throttled" if va else "quiet" if va is not None else "no data")
                             for (_, va, _), *_ in seen}
@@ -1145,7 +1181,8 @@ def report(args, results, ck, total_s):
                 seen = [(o, r.get("variant"), (r.get("prune_truth") or {}).get(rid)) for r in results.values()
                         if r["group"] == group for o in r.get("tier_obs", {}).get(rid, [])]
                 if not seen:
-                    cells.append("**MISSING**")
+                    elsewhere = judged_in_other_controls(results, group, rid)
+                    cells.append(f"see {', '.join(elsewhere)}" if elsewhere else "**MISSING**")
                     continue
                 verdicts = {("pruned" if va else "quiet" if va is not None else "no data") for (_, va, _), _, _ in seen}
                 judged = [va == t for (_, va, _), _, t in seen if t is not None]
@@ -1280,7 +1317,7 @@ def main():
     ap.add_argument("--no-agent", action="store_true", help="kernel reproduction only, no agent/Prometheus")
     ap.add_argument("--agent-args", default="--signal.all-tiers",
                     help="extra agent flags (default settings plus the per-tier export)")
-    ap.add_argument("--fallback-conditions", default="nopressure,swap",
+    ap.add_argument("--fallback-conditions", default="swap",
                     help="conditions booted a second time with the forced-fallback agents (--fallback-agents), so "
                          "the kprobe/tp_btf tiers get a verdict; \"\" = none")
     ap.add_argument("--fallback-agents", default=FALLBACK_AGENTS,

@@ -14,7 +14,7 @@
 #include "exporter/outputs/proto_writer.h"
 #include "exporter/outputs/snapshot_metrics.h"
 #include "exporter/outputs/text_writer.h"
-#include "exporter/outputs/web_config.h"
+#include "exporter/outputs/http/web_config.h"
 #include "exporter/proto/metrics.pb.h"
 
 namespace sockpressure {

@@ -1,4 +1,4 @@
-#include "exporter/outputs/http_server.h"
+#include "exporter/outputs/http/http_server.h"
 
 #include <arpa/inet.h>
 #include <crypt.h>
@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "exporter/outputs/metrics_endpoint.h"
 #include "exporter/sampler/sampler.h"
 #include "exporter/sources/cgroupfs_source.h"
 #include "raw_http.h"

@@ -14,9 +14,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "exporter/outputs/body_stream.h"
-#include "exporter/outputs/http_front.h"
-#include "exporter/outputs/listener.h"
+#include "exporter/outputs/http/body_stream.h"
+#include "exporter/outputs/http/http_front.h"
+#include "exporter/outputs/http/listen_socket.h"
 #include "raw_http.h"
 
 namespace sockpressure {
@@ -53,12 +53,12 @@ class HttpStreamTest : public ::testing::Test {
   // /big: 8 pieces of 200 KB; /one: one piece; /fail: fails at piece 3;
   // /huge: 200 pieces of 256 KB (50 MB).
   void SetUp() override {
-    auto listener = Listener::Open("127.0.0.1:0", WebConfig{});
-    ASSERT_TRUE(listener.ok()) << listener.status();
-    port_ = (*listener)->port();
+    auto socket = ListenSocket::Open("127.0.0.1:0", WebConfig{});
+    ASSERT_TRUE(socket.ok()) << socket.status();
+    port_ = (*socket)->port();
     front_ = std::make_unique<HttpFront>(
-        FrontOptions{}, [](const RequestHead&, FrontResponse*) { return false; },
-        [this](const RequestHead& head, FrontResponse* r) {
+        FrontOptions{}, [](const RequestHead&, HttpResponse*) { return false; },
+        [this](const RequestHead& head, HttpResponse* r) {
           r->headers = {{"Content-Type", "text/plain"}};
           if (head.path == "/big") r->stream = std::make_unique<Pieces>(8, 200000, &produced_);
           if (head.path == "/one") r->stream = std::make_unique<Pieces>(1, 1000, &produced_);
@@ -67,7 +67,7 @@ class HttpStreamTest : public ::testing::Test {
           if (head.path == "/plain") r->body = "plain\n";
         },
         nullptr);
-    front_->Start(std::move(*listener));
+    front_->Start(std::move(*socket));
   }
   void TearDown() override { front_->Stop(); }
 

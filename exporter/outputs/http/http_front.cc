@@ -1,4 +1,4 @@
-#include "exporter/outputs/http_front.h"
+#include "exporter/outputs/http/http_front.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -15,7 +15,7 @@
 #include <csignal>
 #include <cstring>
 
-#include "exporter/outputs/http_front_conn.h"
+#include "exporter/outputs/http/http_front_conn.h"
 
 // Connection handling: accept, TLS handshake, reading request heads,
 // shedding, deadlines, close. What happens to a complete head is in
@@ -28,8 +28,8 @@ constexpr uint64_t kWakeKey = 1;
 
 }  // namespace
 
-HttpFront::HttpFront(FrontOptions options, std::function<bool(const RequestHead&, FrontResponse*)> inline_handler,
-                     Handler handler, std::function<void(const std::string&, int)> observe)
+HttpFront::HttpFront(FrontOptions options, std::function<bool(const RequestHead&, HttpResponse*)> inline_handler,
+                     HttpHandler handler, std::function<void(const std::string&, int)> observe)
     : options_(options),
       inline_handler_(std::move(inline_handler)),
       handler_(std::move(handler)),
@@ -37,8 +37,8 @@ HttpFront::HttpFront(FrontOptions options, std::function<bool(const RequestHead&
 
 HttpFront::~HttpFront() { Stop(); }
 
-void HttpFront::Start(std::shared_ptr<Listener> listener) {
-  listener_ = std::move(listener);
+void HttpFront::Start(std::shared_ptr<ListenSocket> socket) {
+  socket_ = std::move(socket);
   std::signal(SIGPIPE, SIG_IGN);  // OpenSSL writes with write(2), not send(MSG_NOSIGNAL)
   // Each connection costs an fd: raise the soft limit towards the cap, and
   // lower the cap to what the limit allows, keeping room for other files.
@@ -56,7 +56,7 @@ void HttpFront::Start(std::shared_ptr<Listener> listener) {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = kListenerKey;
-  ::epoll_ctl(epoll_, EPOLL_CTL_ADD, listener_->fd(), &ev);
+  ::epoll_ctl(epoll_, EPOLL_CTL_ADD, socket_->fd(), &ev);
   ev.data.u64 = kWakeKey;
   ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev);
   next_id_ = kWakeKey + 1;
@@ -78,7 +78,7 @@ void HttpFront::Stop() {
   if (epoll_ >= 0) ::close(epoll_);
   if (wake_ >= 0) ::close(wake_);
   epoll_ = wake_ = -1;
-  listener_.reset();
+  socket_.reset();
 }
 
 void HttpFront::Loop() {
@@ -110,7 +110,7 @@ void HttpFront::Accept() {
   // Bounded per round so that a connect flood cannot keep the loop from
   // serving the connections it already has.
   for (int i = 0; i < 256; ++i) {
-    int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = ::accept4(socket_->fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE) ShedOne();
       return;
@@ -126,8 +126,8 @@ void HttpFront::Accept() {
     c->fd = fd;
     c->since = HttpFrontNow();
     c->deadline = c->since + options_.request_timeout_seconds;
-    if (listener_->tls() != nullptr) {
-      c->ssl = SSL_new(listener_->tls());
+    if (socket_->tls() != nullptr) {
+      c->ssl = SSL_new(socket_->tls());
       SSL_set_fd(c->ssl, fd);
       SSL_set_accept_state(c->ssl);
       c->state = Conn::kHandshake;

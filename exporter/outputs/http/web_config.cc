@@ -1,5 +1,5 @@
 #include "absl/strings/string_view.h"
-#include "exporter/outputs/web_config.h"
+#include "exporter/outputs/http/web_config.h"
 
 #include <crypt.h>
 

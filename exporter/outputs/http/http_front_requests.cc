@@ -1,4 +1,4 @@
-#include "exporter/outputs/http_front.h"
+#include "exporter/outputs/http/http_front.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exporter/common/logging.h"
-#include "exporter/outputs/http_front_conn.h"
+#include "exporter/outputs/http/http_front_conn.h"
 
 // Requests and responses: a complete head is refused, answered inline or
 // queued for a worker; workers compute responses, and the I/O thread writes
@@ -26,7 +26,7 @@ void HttpFront::TryRequest(Conn* c) {
   size_t end = c->in.find("\r\n\r\n");
   if (end == std::string::npos || end > kMaxRequestHeadBytes) {
     if (c->in.size() > kMaxRequestHeadBytes) {
-      FrontResponse r{431, {{"Content-Type", "text/plain"}}, "request head too large\n"};
+      HttpResponse r{431, {{"Content-Type", "text/plain"}}, "request head too large\n"};
       Respond(c, nullptr, std::move(r), false);
     }
     return;  // wait for more within the deadline
@@ -35,14 +35,14 @@ void HttpFront::TryRequest(Conn* c) {
   HeadVerdict verdict = ParseRequestHead(absl::string_view(c->in).substr(0, end), &head);
   c->in.erase(0, end + 4);
   if (verdict.status != 0) {
-    FrontResponse r{verdict.status, {{"Content-Type", "text/plain"}}, verdict.reason + "\n"};
+    HttpResponse r{verdict.status, {{"Content-Type", "text/plain"}}, verdict.reason + "\n"};
     if (verdict.status == 405) r.headers.emplace_back("Allow", "GET, HEAD");
     return Respond(c, nullptr, std::move(r), false);
   }
-  FrontResponse r;
+  HttpResponse r;
   if (inline_handler_(head, &r)) return Respond(c, &head, std::move(r), head.keep_alive);
   if (in_flight_ >= options_.max_requests) {
-    FrontResponse busy{503, {{"Content-Type", "text/plain"}, {"Retry-After", "1"}}, "too many concurrent requests\n"};
+    HttpResponse busy{503, {{"Content-Type", "text/plain"}, {"Retry-After", "1"}}, "too many concurrent requests\n"};
     return Respond(c, &head, std::move(busy), head.keep_alive);
   }
   c->state = Conn::kServing;
@@ -59,7 +59,7 @@ void HttpFront::Push(Job job) {
   cv_.notify_one();
 }
 
-void HttpFront::Respond(Conn* c, const RequestHead* head, FrontResponse r, bool keep_alive) {
+void HttpFront::Respond(Conn* c, const RequestHead* head, HttpResponse r, bool keep_alive) {
   // Inline handlers and refusals answer with `body`, never a stream.
   if (observe_) observe_(head != nullptr ? head->path : "", r.status);
   std::vector<std::string> bytes;
@@ -215,7 +215,7 @@ HttpFront::Done HttpFront::Answer(Job job) {
     }
     return d;
   }
-  FrontResponse r;
+  HttpResponse r;
   std::string first;  // the first piece of a streamed body (HEAD too: its head says what GET would send)
   try {
     handler_(job.head, &r);
@@ -264,7 +264,7 @@ void HttpFront::Work() {
   }
 }
 
-std::string HttpFront::Serialize(const RequestHead* head, const FrontResponse& r, bool keep_alive) {
+std::string HttpFront::Serialize(const RequestHead* head, const HttpResponse& r, bool keep_alive) {
   std::string out = absl::StrCat("HTTP/1.1 ", r.status, " ", StatusText(r.status), "\r\n");
   for (const auto& [k, v] : r.headers) absl::StrAppend(&out, k, ": ", v, "\r\n");
   if (!r.stream) {

@@ -5,7 +5,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "exporter/outputs/web_config.h"
+#include "absl/strings/string_view.h"
+#include "exporter/outputs/http/web_config.h"
 
 typedef struct ssl_ctx_st SSL_CTX;
 
@@ -15,21 +16,28 @@ namespace sockpressure {
 // net.core.somaxconn); cpp-httplib 0.11.4 used 5.
 inline constexpr int kListenBacklog = 4096;
 
+struct ListenAddress {
+  std::string host;  // "0.0.0.0" for ":port"
+  int port = 0;
+};
+// Parses ":19100", "127.0.0.1:19100", "[::1]:19100".
+absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view text);
+
 // A bound, listening socket plus the loaded TLS context, created before any
 // sampling or thread starts so that every start-up error (bad address, port
 // in use, unreadable or invalid certificate/key) is reported first. Bound
 // without SO_REUSEPORT: a second agent on the same port fails instead of
 // stealing scrapes. Not thread-safe; owned by one HttpFront once started.
-class Listener {
+class ListenSocket {
  public:
-  static absl::StatusOr<std::unique_ptr<Listener>> Open(const std::string& listen_address, const WebConfig& web);
-  ~Listener();
+  static absl::StatusOr<std::unique_ptr<ListenSocket>> Open(const std::string& listen_address, const WebConfig& web);
+  ~ListenSocket();
   int fd() const { return fd_; }
   int port() const { return port_; }
   SSL_CTX* tls() const { return tls_; }
 
  private:
-  Listener() = default;
+  ListenSocket() = default;
   int fd_ = -1;
   int port_ = 0;
   SSL_CTX* tls_ = nullptr;

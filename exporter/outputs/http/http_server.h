@@ -14,9 +14,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "exporter/outputs/http_front.h"
-#include "exporter/outputs/metrics_endpoint.h"
-#include "exporter/outputs/web_config.h"
+#include "exporter/outputs/http/http_front.h"
+#include "exporter/outputs/http/listen_socket.h"
+#include "exporter/outputs/http/route.h"
+#include "exporter/outputs/http/web_config.h"
 
 namespace httplib {
 class Server;
@@ -26,22 +27,15 @@ struct Response;
 
 namespace sockpressure {
 
-struct ListenAddress {
-  std::string host;  // "0.0.0.0" for ":port"
-  int port = 0;
-};
-// Parses ":19100", "127.0.0.1:19100", "[::1]:19100".
-absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view text);
-
 struct HttpOptions {
   std::string listen_address = ":19100";
   std::string telemetry_path = "/metrics";
   int max_requests = 40;        // concurrent requests; more get 503
   double timeout_seconds = 10;  // whole-request read and whole-response write deadlines
   WebConfig web;
-  // Opened by the caller before sampling starts (Listener::Open), so that
+  // Opened by the caller before sampling starts (ListenSocket::Open), so that
   // start-up errors come first; when null, Start() opens it.
-  std::shared_ptr<Listener> listener;
+  std::shared_ptr<ListenSocket> listen_socket;
 };
 
 struct LandingLink {
@@ -57,8 +51,9 @@ struct LandingLink {
 class HttpServer {
  public:
   using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
-  // `healthy` says whether the sampler is alive (for /healthz).
-  HttpServer(HttpOptions options, MetricsEndpoint* metrics, std::function<bool()> healthy);
+  // `telemetry` answers options.telemetry_path; `healthy` says whether the
+  // sampler is alive (for /healthz).
+  HttpServer(HttpOptions options, TelemetryEndpoint* telemetry, std::function<bool()> healthy);
   ~HttpServer();
 
   // Adds a GET route (call before Start). Links appear on the landing page.
@@ -72,12 +67,12 @@ class HttpServer {
 
  private:
   bool Admit(const httplib::Request& req, httplib::Response& res);
-  void ServeMetrics(const httplib::Request& req, FrontResponse* out);
-  void Serve(const RequestHead& head, FrontResponse* out);
-  bool ServeInline(const RequestHead& head, FrontResponse* out);
+  void ServeTelemetry(const RequestHead& head, HttpResponse* out);
+  void Serve(const RequestHead& head, HttpResponse* out);
+  bool ServeInline(const RequestHead& head, HttpResponse* out);
 
   HttpOptions options_;
-  MetricsEndpoint* metrics_;
+  TelemetryEndpoint* telemetry_;
   std::function<bool()> healthy_;
   std::map<std::string, Handler> routes_;  // exact paths; fixed before Start()
   BasicAuthChecker auth_;

@@ -1,4 +1,4 @@
-#include "exporter/outputs/body_stream.h"
+#include "exporter/outputs/http/body_stream.h"
 
 #include <zlib.h>
 

@@ -1,4 +1,4 @@
-#include "exporter/outputs/http_request.h"
+#include "exporter/outputs/http/http_request.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"

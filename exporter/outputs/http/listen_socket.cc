@@ -1,4 +1,4 @@
-#include "exporter/outputs/listener.h"
+#include "exporter/outputs/http/listen_socket.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -12,8 +12,8 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "exporter/outputs/http_server.h"
 
 namespace sockpressure {
 namespace {
@@ -71,10 +71,25 @@ absl::StatusOr<SSL_CTX*> LoadTls(const WebConfig& web) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(const std::string& listen_address, const WebConfig& web) {
+absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view text) {
+  ListenAddress out;
+  size_t colon = text.rfind(':');
+  if (colon == absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("listen address '", text, "' must be HOST:PORT or :PORT"));
+  }
+  absl::string_view host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  out.host = host.empty() ? "0.0.0.0" : std::string(host);
+  if (!absl::SimpleAtoi(text.substr(colon + 1), &out.port) || out.port < 0 || out.port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("listen address '", text, "': bad port"));
+  }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<ListenSocket>> ListenSocket::Open(const std::string& listen_address, const WebConfig& web) {
   absl::StatusOr<ListenAddress> addr = ParseListenAddress(listen_address);
   if (!addr.ok()) return addr.status();
-  std::unique_ptr<Listener> l(new Listener());
+  std::unique_ptr<ListenSocket> l(new ListenSocket());
   if (web.tls()) {
     absl::StatusOr<SSL_CTX*> ctx = LoadTls(web);
     if (!ctx.ok()) return ctx.status();
@@ -120,7 +135,7 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(const std::string& list
   return l;
 }
 
-Listener::~Listener() {
+ListenSocket::~ListenSocket() {
   if (fd_ >= 0) ::close(fd_);
   if (tls_ != nullptr) SSL_CTX_free(tls_);
 }

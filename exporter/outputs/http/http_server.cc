@@ -1,40 +1,26 @@
 #include "absl/strings/string_view.h"
-#include "exporter/outputs/http_server.h"
+#include "exporter/outputs/http/http_server.h"
 
 #include <httplib.h>
 #include <algorithm>
 
 #include "absl/strings/match.h"
-#include "exporter/outputs/http_request.h"
+#include "exporter/outputs/http/http_request.h"
+#include "exporter/outputs/http/query.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "exporter/common/logging.h"
 
 namespace sockpressure {
 
-absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view text) {
-  ListenAddress out;
-  size_t colon = text.rfind(':');
-  if (colon == absl::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("listen address '", text, "' must be HOST:PORT or :PORT"));
-  }
-  absl::string_view host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  out.host = host.empty() ? "0.0.0.0" : std::string(host);
-  if (!absl::SimpleAtoi(text.substr(colon + 1), &out.port) || out.port < 0 || out.port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("listen address '", text, "': bad port"));
-  }
-  return out;
-}
-
-HttpServer::HttpServer(HttpOptions options, MetricsEndpoint* metrics, std::function<bool()> healthy)
+HttpServer::HttpServer(HttpOptions options, TelemetryEndpoint* telemetry, std::function<bool()> healthy)
     : options_(std::move(options)),
-      metrics_(metrics),
+      telemetry_(telemetry),
       healthy_(std::move(healthy)),
       auth_(options_.web.basic_auth_users) {
   links_.push_back({options_.telemetry_path, "Metrics"});
   links_.push_back({"/healthz", "Health"});
-  // Answered by Serve() itself (ServeMetrics), which hands the front a
+  // Answered by Serve() itself (ServeTelemetry), which hands the front a
   // streamed body; the entry makes it a known route.
   routes_[options_.telemetry_path] = [](const httplib::Request&, httplib::Response&) {};
   routes_["/"] = [this](const httplib::Request&, httplib::Response& res) {
@@ -60,21 +46,13 @@ bool HttpServer::Admit(const httplib::Request& req, httplib::Response& res) {
   return true;
 }
 
-void HttpServer::ServeMetrics(const httplib::Request& req, FrontResponse* out) {
-  MetricsBody m = metrics_->Open(req.get_header_value("Accept"));
-  if (!m.stream) {
-    *out = {503, {{"Content-Type", "text/plain"}}, "no sample yet\n"};
-    return;
-  }
-  out->status = 200;
-  out->headers = {{"Content-Type", m.content_type}};
+void HttpServer::ServeTelemetry(const RequestHead& head, HttpResponse* out) {
+  telemetry_->Serve(head, out);
   // Honours q values: "gzip;q=0" means the client refuses gzip.
-  if (AcceptsGzip(req.get_header_value("Accept-Encoding"))) {
+  if (out->stream && AcceptsGzip(head.Header("accept-encoding"))) {
     out->headers.emplace_back("Content-Encoding", "gzip");
-    m.stream = NewGzipStream(std::move(m.stream));
+    out->stream = NewGzipStream(std::move(out->stream));
   }
-  // Rendered and sent a piece at a time (metrics_endpoint.h).
-  out->stream = std::move(m.stream);
 }
 
 void HttpServer::Get(const std::string& path, Handler handler, std::string link_text) {
@@ -82,7 +60,7 @@ void HttpServer::Get(const std::string& path, Handler handler, std::string link_
   routes_[path] = std::move(handler);
 }
 
-bool HttpServer::ServeInline(const RequestHead& head, FrontResponse* out) {
+bool HttpServer::ServeInline(const RequestHead& head, HttpResponse* out) {
   if (head.path == "/healthz") {
     // No basic auth here (see the class comment); cheap enough for the I/O thread.
     bool ok = healthy_();
@@ -96,17 +74,17 @@ bool HttpServer::ServeInline(const RequestHead& head, FrontResponse* out) {
   return false;
 }
 
-void HttpServer::Serve(const RequestHead& head, FrontResponse* out) {
+void HttpServer::Serve(const RequestHead& head, HttpResponse* out) {
   httplib::Request req;
   req.method = head.method;
   req.target = head.target;
-  req.path = httplib::detail::decode_url(head.path, false);
+  req.path = PercentDecode(head.path);
   for (const auto& [k, v] : head.headers) req.headers.emplace(k, v);
-  httplib::detail::parse_query_text(head.query, req.params);
+  for (auto& [k, v] : ParseQuery(head.query)) req.params.emplace(std::move(k), std::move(v));
   httplib::Response res;
   auto route = routes_.find(head.path);
   bool admitted = Admit(req, res);
-  if (admitted && head.path == options_.telemetry_path) return ServeMetrics(req, out);
+  if (admitted && head.path == options_.telemetry_path) return ServeTelemetry(head, out);
   if (admitted && route != routes_.end()) route->second(req, res);
   out->status = res.status < 0 ? 200 : res.status;
   out->headers.assign(res.headers.begin(), res.headers.end());
@@ -114,29 +92,29 @@ void HttpServer::Serve(const RequestHead& head, FrontResponse* out) {
 }
 
 absl::Status HttpServer::Start() {
-  std::shared_ptr<Listener> listener = options_.listener;
-  if (!listener) {
-    absl::StatusOr<std::unique_ptr<Listener>> opened = Listener::Open(options_.listen_address, options_.web);
+  std::shared_ptr<ListenSocket> socket = options_.listen_socket;
+  if (!socket) {
+    absl::StatusOr<std::unique_ptr<ListenSocket>> opened = ListenSocket::Open(options_.listen_address, options_.web);
     if (!opened.ok()) return opened.status();
-    listener = std::move(*opened);
+    socket = std::move(*opened);
   }
-  port_ = listener->port();
+  port_ = socket->port();
   FrontOptions fo;
   fo.request_timeout_seconds = options_.timeout_seconds;
   fo.write_timeout_seconds = options_.timeout_seconds;
   fo.max_requests = options_.max_requests;
   front_ = std::make_unique<HttpFront>(
-      fo, [this](const RequestHead& h, FrontResponse* r) { return ServeInline(h, r); },
-      [this](const RequestHead& h, FrontResponse* r) { Serve(h, r); },
+      fo, [this](const RequestHead& h, HttpResponse* r) { return ServeInline(h, r); },
+      [this](const RequestHead& h, HttpResponse* r) { Serve(h, r); },
       [this](const std::string& path, int status) {
         // Bounded label values: the telemetry path, registered routes and
         // /healthz by name; anything else an attacker sends is "other".
         std::string handler = path == options_.telemetry_path ? "metrics"
                               : (path == "/healthz" || (status != 404 && routes_.count(path))) ? path
                                                                                                : "other";
-        metrics_->CountRequest(handler, status);
+        telemetry_->CountRequest(handler, status);
       });
-  front_->Start(std::move(listener));
+  front_->Start(std::move(socket));
   SP_LOG_INFO("listening on ", options_.listen_address, " port ", port_, options_.web.tls() ? " (TLS)" : "",
               auth_.enabled() ? " with basic auth (not on /healthz)" : "");
   return absl::OkStatus();

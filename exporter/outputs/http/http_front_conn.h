@@ -2,7 +2,7 @@
 // its deadlines use. http_front.cc owns connections (accept, read, shed,
 // expire, close); http_front_requests.cc turns request heads into responses
 // (inline, or through the worker pool) and writes them back.
-// Internal to outputs/: only http_front*.cc include it.
+// Internal to outputs/http/: only http_front*.cc include it.
 #pragma once
 
 #include <openssl/ssl.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "exporter/outputs/http_front.h"
+#include "exporter/outputs/http/http_front.h"
 
 namespace sockpressure {
 

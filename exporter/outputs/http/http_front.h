@@ -30,27 +30,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "exporter/outputs/body_stream.h"
-#include "exporter/outputs/http_request.h"
-#include "exporter/outputs/listener.h"
+#include "exporter/outputs/http/body_stream.h"
+#include "exporter/outputs/http/http_request.h"
+#include "exporter/outputs/http/listen_socket.h"
+#include "exporter/outputs/http/route.h"
 
 namespace sockpressure {
-
-struct FrontResponse {
-  FrontResponse() = default;
-  FrontResponse(int s, std::vector<std::pair<std::string, std::string>> h, std::string b)
-      : status(s), headers(std::move(h)), body(std::move(b)) {}
-  int status = 200;
-  // Content-Length (or Transfer-Encoding) and Connection are added.
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
-  // When set, the body instead of `body` (worker handlers only): produced a
-  // piece at a time while it is written, with the chunked transfer coding
-  // (HTTP/1.0: no length, the connection closes after it). Once a piece is
-  // sent, a worker produces the next, so a response holds one piece of its
-  // body, never the whole (the /metrics exposition is MBs).
-  std::unique_ptr<BodyStream> stream;
-};
 
 struct FrontOptions {
   double request_timeout_seconds = 10;  // whole request head (TLS handshake included), idle keep-alive too
@@ -64,16 +49,15 @@ struct FrontOptions {
 // thread (inline) or on worker threads and must be thread-safe.
 class HttpFront {
  public:
-  using Handler = std::function<void(const RequestHead&, FrontResponse*)>;
   // `inline_handler` returns true when it answered the request on the I/O
   // thread (it must be cheap); otherwise `handler` answers it on a worker.
   // `observe` sees every response's request path (empty when the request
   // never got that far) and status, on the thread that produced it.
-  HttpFront(FrontOptions options, std::function<bool(const RequestHead&, FrontResponse*)> inline_handler,
-            Handler handler, std::function<void(const std::string& path, int status)> observe);
+  HttpFront(FrontOptions options, std::function<bool(const RequestHead&, HttpResponse*)> inline_handler,
+            HttpHandler handler, std::function<void(const std::string& path, int status)> observe);
   ~HttpFront();
 
-  void Start(std::shared_ptr<Listener> listener);
+  void Start(std::shared_ptr<ListenSocket> socket);
   void Stop();
 
  private:
@@ -99,7 +83,7 @@ class HttpFront {
   void OnEvent(Conn* c, uint32_t events);
   void ReadMore(Conn* c);
   void TryRequest(Conn* c);
-  void Respond(Conn* c, const RequestHead* head, FrontResponse r, bool keep_alive);
+  void Respond(Conn* c, const RequestHead* head, HttpResponse r, bool keep_alive);
   void Queue(Conn* c, std::vector<std::string> bytes, std::unique_ptr<BodyStream> stream, bool keep_alive,
              bool chunked);
   void Load(Conn* c, std::vector<std::string> bytes, std::unique_ptr<BodyStream> stream);
@@ -113,13 +97,13 @@ class HttpFront {
   void TakeDone();
   void Work();
   Done Answer(Job job);
-  static std::string Serialize(const RequestHead* head, const FrontResponse& r, bool keep_alive);
+  static std::string Serialize(const RequestHead* head, const HttpResponse& r, bool keep_alive);
 
   FrontOptions options_;
-  std::function<bool(const RequestHead&, FrontResponse*)> inline_handler_;
-  Handler handler_;
+  std::function<bool(const RequestHead&, HttpResponse*)> inline_handler_;
+  HttpHandler handler_;
   std::function<void(const std::string&, int)> observe_;
-  std::shared_ptr<Listener> listener_;
+  std::shared_ptr<ListenSocket> socket_;
   int epoll_ = -1;
   int wake_ = -1;  // eventfd: workers finished, or Stop()
   std::atomic<bool> stop_{false};

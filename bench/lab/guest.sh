@@ -1,0 +1,118 @@
+#!/bin/busybox sh
+# Guest init of the lab benchmark (bench/lab_scale.sh boots it with rdinit=/lab/bench-init, so the
+# lab's own /init is left as it is). One boot: a kubelet-shaped tree of bench.n memory cgroups, then
+# for each percentage in bench.phases that many containers really reclaiming, the peer pass and one
+# measured window of the agent. Results are "LAB kind key=value" console lines for the host.
+#   bench.n=N  bench.phases=0,1  bench.window=S  bench.settle=S  bench.pass_ms=MS
+#   bench.agent_args=a,b (commas become spaces)  bench.perf=1 (perf record -g of the last window)
+
+/bin/busybox mkdir -p /proc /sys /dev /run /tmp
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs run /run
+mount -t tmpfs tmp /tmp
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t bpf bpf /sys/fs/bpf 2>/dev/null
+exec </dev/console >/dev/console 2>&1
+
+log() { echo "LAB $*"; }
+die() { echo "LAB fatal $*"; poweroff -f; }
+arg() { v=$(tr ' ' '\n' </proc/cmdline | sed -n "s/^bench\.$1=//p" | tail -1); echo "${v:-$2}"; }
+now() { cut -d' ' -f1 /proc/uptime; }
+N=$(arg n 1000)
+PHASES=$(arg phases 0 | tr ',' ' ')
+WINDOW=$(arg window 20)
+SETTLE=$(arg settle 5)
+PASS_MS=$(arg pass_ms 0)
+AGENT_ARGS=$(arg agent_args "" | tr ',' ' ')
+PERF=$(arg perf 0)
+CG=/sys/fs/cgroup
+URL=http://127.0.0.1:9101
+
+while read -r m; do insmod "/lib/modules/$(uname -r)/$m" 2>/dev/null; done </lab/modules.order
+/usr/sbin/ip link set lo up
+/usr/sbin/ip link set eth0 up && /usr/sbin/ip addr add 10.0.2.15/24 dev eth0 || die "network"
+# Classic LRU, as the lab's throttling conditions: MGLRU leaves hot anon unscanned on 6.1.
+[ -w /sys/kernel/mm/lru_gen/enabled ] && echo n >/sys/kernel/mm/lru_gen/enabled
+echo 1G >/sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0 || die "zram swap"
+echo +memory >$CG/cgroup.subtree_control || die "memory controller"
+log boot kernel=$(uname -r) mglru=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent) \
+  mem_kib=$(awk '/MemTotal/{print $2}' /proc/meminfo)
+
+t0=$(now)
+/lab/cgtree mk $CG "$N" >/tmp/containers || die "tree"
+log tree cgroups=$(find $CG/kubepods.slice -type d | wc -l) containers=$(wc -l </tmp/containers) \
+  seconds=$(awk -v a=$t0 -v b=$(now) 'BEGIN{printf "%.1f", b-a}')
+
+# --- the agent: the released binary, its defaults, a cgroup budget above the tree ---
+t0=$(now)
+/usr/bin/sockpressure_exporter --cgroup.max=$((N * 2 + 1000)) $AGENT_ARGS >/tmp/agent.log 2>&1 &
+PID=$!
+until wget -q -O /dev/null $URL/healthz 2>/dev/null; do
+  kill -0 $PID 2>/dev/null || { tail -20 /tmp/agent.log; die "agent exited"; }
+  sleep 0.1
+done
+log healthz seconds=$(awk -v a=$t0 -v b=$(now) 'BEGIN{printf "%.2f", b-a}')
+
+samples() { wget -q -O - $URL/metrics | awk '$1=="sockpressure_samples_total"{print $2}'; }
+ticks() { awk '{print $14 + $15}' /proc/$PID/stat; }
+status() { awk -v k="$1:" '$1==k{print $2}' /proc/$PID/status; }
+
+# --- phases: reclaimers added up to each percentage, then the peer and one agent window ---
+running=0
+last=$(echo $PHASES | awk '{print $NF}')
+for pct in $PHASES; do
+  want=$(awk -v n=$N -v p=$pct 'BEGIN{w=int(n*p/100+0.5); if (p>0 && w<1) w=1; print w}')
+  # Containers spread over the tree (every k-th), each with memory.high below what it touches.
+  total=$(wc -l </tmp/containers)
+  [ "$want" -gt "$total" ] && want=$total
+  if [ "$want" -gt "$running" ]; then
+    awk -v w=$want -v t=$total 'NR % int(t/w) == 0 && c < w {print; c++}' /tmp/containers >/tmp/reclaiming
+    tail -n +$((running + 1)) /tmp/reclaiming | while read -r c; do
+      echo 8M >$c/memory.high
+      (echo 0 >$c/cgroup.procs && exec /lab/ballast 12 $PASS_MS) >/dev/null 2>&1 &
+    done
+    running=$want
+  fi
+  sleep "$SETTLE"
+  peer=$(/lab/cgtree pass $CG 3)
+  s1=$(samples); c1=$(ticks); w1=$(now)
+  sleep "$WINDOW"
+  c2=$(ticks); w2=$(now)
+  wget -q -O /tmp/metrics $URL/metrics
+  s2=$(awk '$1=="sockpressure_samples_total"{print $2}' /tmp/metrics)
+  # Seen: the agent reports reclaim scanning on every reclaiming container (events too, if any).
+  seen=0 events=0
+  if [ "$running" -gt 0 ]; then
+    sed "s|^$CG||" /tmp/reclaiming >/tmp/want
+    seen=$(awk 'NR==FNR{w[$0]=1; next}
+      /^sockpressure_memcg_reclaim_scanned_pages_total\{/ && $NF > 0 {
+        if (match($0, /cgroup="[^"]*"/)) { c = substr($0, RSTART + 8, RLENGTH - 9); if (c in w) n++ } }
+      END{print n+0}' /tmp/want /tmp/metrics)
+    events=$(awk 'NR==FNR{w[$0]=1; next}
+      /^sockpressure_memcg_socket_pressure_events_total\{/ && $NF > 0 {
+        if (match($0, /cgroup="[^"]*"/)) { c = substr($0, RSTART + 8, RLENGTH - 9); if (c in w) n++ } }
+      END{print n+0}' /tmp/want /tmp/metrics)
+  fi
+  log window pct=$pct reclaiming=$running seen=$seen events=$events $peer \
+    agent_ticks=$((c2 - c1)) hz=$(getconf CLK_TCK 2>/dev/null || echo 100) samples=$(awk -v a=$s1 -v b=$s2 'BEGIN{print b-a}') \
+    seconds=$(awk -v a=$w1 -v b=$w2 'BEGIN{printf "%.2f", b-a}') \
+    rss_kib=$(status VmRSS) hwm_kib=$(status VmHWM) metrics_bytes=$(wc -c </tmp/metrics) \
+    memcgs=$(find $CG -name memory.stat | wc -l)
+  if [ "$PERF" = 1 ] && [ "$pct" = "$last" ]; then
+    echo 0 >/proc/sys/kernel/kptr_restrict
+    echo -1 >/proc/sys/kernel/perf_event_paranoid
+    /usr/bin/perf record -g -p $PID -o /tmp/perf.data -- sleep "$WINDOW" >/tmp/perf.log 2>&1 ||
+      { sed 's/^/PERF /' /tmp/perf.log; }
+    /usr/bin/perf report --stdio --no-children -i /tmp/perf.data 2>&1 | grep -v '^$' | head -120 | sed 's/^/PERF /'
+    log perf done
+  fi
+done
+log done
+sed 's/^/AGENTLOG /' /tmp/agent.log | tail -20
+poweroff -f

@@ -1,0 +1,48 @@
+// What the HTTP server (http_server.h) and the endpoints that answer through
+// it share: a request's head (http_request.h), the response a route gives
+// back, and what the telemetry path's endpoint provides. Endpoints include
+// this, never the front's epoll, sockets or TLS.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exporter/outputs/http/body_stream.h"
+#include "exporter/outputs/http/http_request.h"
+
+namespace sockpressure {
+
+struct HttpResponse {
+  HttpResponse() = default;
+  HttpResponse(int s, std::vector<std::pair<std::string, std::string>> h, std::string b)
+      : status(s), headers(std::move(h)), body(std::move(b)) {}
+  int status = 200;
+  // Content-Length (or Transfer-Encoding) and Connection are added.
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  // When set, the body instead of `body` (worker handlers only): produced a
+  // piece at a time while it is written, with the chunked transfer coding
+  // (HTTP/1.0: no length, the connection closes after it). Once a piece is
+  // sent, a worker produces the next, so a response holds one piece of its
+  // body, never the whole (the /metrics exposition is MBs).
+  std::unique_ptr<BodyStream> stream;
+};
+
+// Answers one request. Runs on a worker thread: must be thread-safe.
+using HttpHandler = std::function<void(const RequestHead&, HttpResponse*)>;
+
+// The endpoint at --web.telemetry-path (outputs/metrics_endpoint.h): it
+// answers with a streamed body, which the server gzips when the client
+// accepts it, and it counts every request the server answers.
+class TelemetryEndpoint {
+ public:
+  virtual ~TelemetryEndpoint() = default;
+  virtual void Serve(const RequestHead& request, HttpResponse* response) = 0;
+  // `handler` is a bounded label value: "metrics", a route's path or "other".
+  virtual void CountRequest(const std::string& handler, int code) = 0;
+};
+
+}  // namespace sockpressure
