@@ -16,9 +16,7 @@
 #include "tests/bpf/bpf_test_main.h"
 #include "tests/bpf/net_util.h"
 
-#ifdef SOCKPRESSURE_WITH_BPF
 #include "sockpressure_bpf.h"
-#endif
 
 namespace sockpressure {
 namespace {
@@ -26,8 +24,6 @@ namespace {
 using testing::MakeTcpPair;
 using testing::PumpBytes;
 using testing::TcpPair;
-
-#ifdef SOCKPRESSURE_WITH_BPF
 
 BpfOptions ClampOnly(const std::string& attach) {
   BpfOptions o;
@@ -147,8 +143,6 @@ TEST(BpfProbes, CgroupIteratorWalksMemoryHierarchy) {
   EXPECT_GE(walked.size() + 1, s.cgroups.size());
   EXPECT_TRUE(walked.count(s.cgroups[0].id)) << "memory root not walked";
 }
-
-#endif  // SOCKPRESSURE_WITH_BPF
 
 }  // namespace
 }  // namespace sockpressure

@@ -28,9 +28,7 @@
 #include "tests/bpf/bpf_test_main.h"
 #include "tests/bpf/net_util.h"
 
-#ifdef SOCKPRESSURE_WITH_BPF
 #include "sockpressure_bpf.h"
-#endif
 
 namespace sockpressure {
 namespace {
@@ -38,8 +36,6 @@ namespace {
 using testing::MakeTcpPair;
 using testing::TcpPair;
 using testing::TempNetns;
-
-#ifdef SOCKPRESSURE_WITH_BPF
 
 // TcpExt of the calling thread's network namespace.
 std::map<std::string, uint64_t> TcpExt() {
@@ -271,8 +267,6 @@ TEST(Prunes, FunctionTierCountsCollapsesOrReportsWhyNot) {
   std::printf("%s: own memcg %llu receive-queue collapses\n", TierName(tier).data(),
               static_cast<unsigned long long>(own));
 }
-
-#endif  // SOCKPRESSURE_WITH_BPF
 
 }  // namespace
 }  // namespace sockpressure

@@ -1,6 +1,6 @@
 // The bpf and bpf_census collectors as the registry builds them, the same
 // whether the eBPF programs are built in (bpf_source.cc, tcp_census_source.cc
-// and the loaders) or not (bpf_stubs.cc): from the flags, or, where the
+// and the loaders) or not (bpf_stub.cc): from the flags, or, where the
 // kernel, the privileges or the build cannot run them, reporting why.
 #include <linux/capability.h>
 

@@ -1,4 +1,3 @@
-#ifdef SOCKPRESSURE_WITH_BPF
 #include "exporter/sources/bpf/bpf_loader.h"
 
 #include <bpf/btf.h>
@@ -61,4 +60,3 @@ void ProbeLog::LogOnce() const {
 }
 
 }  // namespace sockpressure
-#endif  // SOCKPRESSURE_WITH_BPF

@@ -1,4 +1,4 @@
-// What the eBPF loaders share (only built with SOCKPRESSURE_WITH_BPF): the
+// What the eBPF loaders share (built only with the programs): the
 // start-up record of what was tried, the kernel facts a loader checks, and
 // Skeleton<>, the one open -> rodata -> autoload -> load -> attach sequence
 // with RAII. Each program has its own loader file (clamps_loader.cc,

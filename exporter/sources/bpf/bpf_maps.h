@@ -1,5 +1,5 @@
 // Reading the BPF maps and program statistics of the eBPF collectors.
-// Header-only: included only where SOCKPRESSURE_WITH_BPF is defined.
+// Header-only: included only by the files built with the programs.
 #pragma once
 
 #include <bpf/bpf.h>

@@ -1,5 +1,5 @@
 // The bpf collector with its programs built in. Compiled only when the eBPF
-// programs are (exporter/sources/bpf/CMakeLists.txt); bpf_stubs.cc stands in
+// programs are (exporter/sources/bpf/CMakeLists.txt); bpf_stub.cc stands in
 // otherwise.
 #include "exporter/sources/bpf/bpf_source.h"
 

@@ -65,7 +65,7 @@ class BpfSource : public Source {
 };
 
 // The collector with the programs attached (bpf_source.cc), or, in a build
-// without them, one that reports them "not built in" (bpf_stubs.cc).
+// without them, one that reports them "not built in" (bpf_stub.cc).
 std::unique_ptr<BpfSource> NewBpfSource(const BpfOptions& options);
 // A collector that attaches nothing and reports every probe as not attached,
 // logging `why` once.

@@ -1,4 +1,3 @@
-#ifdef SOCKPRESSURE_WITH_BPF
 #include "exporter/sources/bpf/clamps_loader.h"
 
 #include <bpf/btf.h>
@@ -71,4 +70,3 @@ uint64_t ClampsLoader::Collect(Sample& sample, bool program_stats) {
 }
 
 }  // namespace sockpressure
-#endif  // SOCKPRESSURE_WITH_BPF

@@ -1,4 +1,3 @@
-#ifdef SOCKPRESSURE_WITH_BPF
 #include "exporter/sources/bpf/memcg_iter_loader.h"
 
 #include <bpf/btf.h>
@@ -175,4 +174,3 @@ void MemcgIterLoader::CollectPressure(Sample& sample) {
 }
 
 }  // namespace sockpressure
-#endif  // SOCKPRESSURE_WITH_BPF

@@ -1,4 +1,3 @@
-#ifdef SOCKPRESSURE_WITH_BPF
 #include "exporter/sources/bpf/prunes_loader.h"
 
 #include <bpf/btf.h>
@@ -127,4 +126,3 @@ uint64_t PrunesLoader::Collect(Sample& sample, bool program_stats) {
 }
 
 }  // namespace sockpressure
-#endif  // SOCKPRESSURE_WITH_BPF

@@ -1,5 +1,5 @@
 // The TCP census iterator with its program built in. Compiled only when the
-// eBPF programs are (exporter/sources/bpf/CMakeLists.txt); bpf_stubs.cc
+// eBPF programs are (exporter/sources/bpf/CMakeLists.txt); bpf_stub.cc
 // stands in otherwise. The collector around it is in bpf_collectors.cc.
 #include "exporter/sources/bpf/tcp_census_source.h"
 

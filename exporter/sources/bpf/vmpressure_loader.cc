@@ -1,4 +1,3 @@
-#ifdef SOCKPRESSURE_WITH_BPF
 #include "exporter/sources/bpf/vmpressure_loader.h"
 
 #include <bpf/btf.h>
@@ -108,4 +107,3 @@ uint64_t VmpressureLoader::Collect(Sample& sample, int hz_in, bool program_stats
 }
 
 }  // namespace sockpressure
-#endif  // SOCKPRESSURE_WITH_BPF
