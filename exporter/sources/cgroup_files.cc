@@ -17,7 +17,6 @@
 #include "absl/strings/string_view.h"
 #include "exporter/common/file_reader.h"
 #include "exporter/common/parse.h"
-#include "exporter/sources/cgroupfs_source.h"
 
 namespace sockpressure {
 namespace {

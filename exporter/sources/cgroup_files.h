@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "exporter/sources/sample.h"
 
 namespace sockpressure {
@@ -28,6 +29,11 @@ struct MalformedFiles {
     first.clear();
   }
 };
+
+// Parses one cgroup's memory.stat into `out`. v1 uses the hierarchical
+// total_* keys. Returns the number of malformed lines. The collector's own
+// parser, public for the fuzz target (tests/fuzz/fuzz_cgroupfs.cc).
+int ParseMemoryStat(absl::string_view text, bool v1, CgroupReading& out);
 
 // Reads the slow files of the cgroup open at `dirfd` into a new c.limits
 // (v1 or v2 names by c.v1); `buf` is scratch space. A file that is absent

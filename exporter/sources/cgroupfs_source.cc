@@ -17,6 +17,7 @@
 #include "exporter/common/logging.h"
 #include "exporter/sources/cgroup_files.h"
 #include "exporter/sources/cgroup_tree.h"
+#include "exporter/sources/memory_hierarchy.h"
 #include "exporter/sources/tree_lister.h"
 
 namespace sockpressure {

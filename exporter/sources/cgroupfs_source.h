@@ -8,12 +8,11 @@
 // SRE needs (swap, anon vs file, sockets, PSI, limits).
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "exporter/sources/source.h"
 
 namespace sockpressure {
@@ -49,23 +48,6 @@ struct CgroupfsOptions {
   // listed on the full pass (and when a moving one's link count changed).
   bool watch_dirs = true;
 };
-
-// Where the memory controller lives under a cgroupfs root.
-struct MemoryHierarchy {
-  CgroupMode mode = CgroupMode::kUnknown;
-  std::string root;  // absolute directory of the memory hierarchy root
-  bool v1 = false;
-};
-MemoryHierarchy DetectMemoryHierarchy(const std::string& cgroupfs_root);
-
-// Parses one cgroup's memory.stat into `out`. v1 uses the hierarchical
-// total_* keys. Returns the number of malformed lines. The collector's own
-// parser, public for the fuzz target (tests/fuzz/fuzz_cgroupfs.cc).
-int ParseMemoryStat(absl::string_view text, bool v1, CgroupReading& out);
-
-// Why a root cgroup.controllers is not a list of controller names, or
-// nullopt when it is (or is absent).
-std::optional<std::string> MalformedControllers(const std::string& dir);
 
 std::unique_ptr<Source> NewCgroupfsSource(const Paths& paths, CgroupfsOptions options);
 

@@ -1,5 +1,7 @@
 // Which memory hierarchy a cgroupfs mount holds (v2, hybrid, v1), and
 // whether its root is a cgroupfs at all.
+#include "exporter/sources/memory_hierarchy.h"
+
 #include <sys/stat.h>
 
 #include <optional>
@@ -9,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "exporter/common/file_reader.h"
-#include "exporter/sources/cgroupfs_source.h"
 
 namespace sockpressure {
 namespace {

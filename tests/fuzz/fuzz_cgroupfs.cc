@@ -6,7 +6,7 @@
 
 #include "absl/strings/string_view.h"
 #include "exporter/common/parse.h"
-#include "exporter/sources/cgroupfs_source.h"
+#include "exporter/sources/cgroup_files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::string_view text(reinterpret_cast<const char*>(data), size);

@@ -10,7 +10,7 @@
 #include "exporter/sources/bpf/memcg_iter_loader.h"
 #include "exporter/sources/bpf/prunes_loader.h"
 #include "exporter/sources/bpf/vmpressure_loader.h"
-#include "exporter/sources/cgroupfs_source.h"
+#include "exporter/sources/memory_hierarchy.h"
 #include "exporter/sources/kernel/capabilities.h"
 #include "exporter/sources/kernel/kernel_probe.h"
 

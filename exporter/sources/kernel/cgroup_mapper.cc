@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exporter/common/file_reader.h"
-#include "exporter/sources/cgroupfs_source.h"
+#include "exporter/sources/memory_hierarchy.h"
 
 namespace sockpressure {
 namespace {
