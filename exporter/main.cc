@@ -28,7 +28,7 @@
 #include "exporter/outputs/http/http_server.h"
 #include "exporter/outputs/metrics_endpoint.h"
 #include "exporter/sampler/sampler.h"
-#include "exporter/sources/kernel/capabilities.h"
+#include "exporter/sources/shared/capabilities.h"
 #include "exporter/sources/source_flags.h"
 #include "exporter/state/state_tracker.h"
 #include "exporter/version.h"

@@ -38,7 +38,7 @@
 #include <bpf/bpf.h>
 
 #include "exporter/sources/bpf/bpf_source.h"
-#include "exporter/sources/kernel/kernel_probe.h"
+#include "exporter/sources/shared/kernel_probe.h"
 #include "exporter/sources/bpf/tcp_census_source.h"
 #include "exporter/sources/sock_diag/sock_diag_source.h"
 #include "sockpressure_bpf.h"

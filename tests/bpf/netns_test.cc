@@ -17,7 +17,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "exporter/sources/kernel/netns.h"
+#include "exporter/sources/shared/netns.h"
 #include "gtest/gtest.h"
 #include "tests/bpf/net_util.h"
 

@@ -15,7 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "exporter/sources/bpf/tcp_census_source.h"
-#include "exporter/sources/kernel/netns.h"
+#include "exporter/sources/shared/netns.h"
 #include "exporter/sources/sock_diag/sock_diag_source.h"
 #include "gtest/gtest.h"
 #include "tests/bpf/net_util.h"

@@ -7,9 +7,9 @@
 #include "exporter/common/logging.h"
 #include "exporter/sources/bpf/bpf_source.h"
 #include "exporter/sources/bpf/tcp_census_source.h"
-#include "exporter/sources/kernel/capabilities.h"
-#include "exporter/sources/kernel/cgroup_mapper.h"
-#include "exporter/sources/kernel/kernel_probe.h"
+#include "exporter/sources/shared/capabilities.h"
+#include "exporter/sources/shared/cgroup_mapper.h"
+#include "exporter/sources/shared/kernel_probe.h"
 
 namespace sockpressure {
 namespace {

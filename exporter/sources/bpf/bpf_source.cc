@@ -11,8 +11,8 @@
 #include "exporter/sources/bpf/prunes_loader.h"
 #include "exporter/sources/bpf/vmpressure_loader.h"
 #include "exporter/sources/memory_hierarchy.h"
-#include "exporter/sources/kernel/capabilities.h"
-#include "exporter/sources/kernel/kernel_probe.h"
+#include "exporter/sources/shared/capabilities.h"
+#include "exporter/sources/shared/kernel_probe.h"
 
 namespace sockpressure {
 namespace {

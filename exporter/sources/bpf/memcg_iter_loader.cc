@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "exporter/common/logging.h"
-#include "exporter/sources/kernel/kernel_probe.h"
+#include "exporter/sources/shared/kernel_probe.h"
 #include "memcg_iter.skel.h"
 #include "sockpressure_bpf.h"
 

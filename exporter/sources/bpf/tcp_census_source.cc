@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "exporter/sources/bpf/bpf_loader.h"
 #include "exporter/sources/bpf/bpf_maps.h"
-#include "exporter/sources/kernel/capabilities.h"
+#include "exporter/sources/shared/capabilities.h"
 #include "sockpressure_bpf.h"
 #include "tcp_census.skel.h"
 

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "exporter/sources/sample.h"
-#include "exporter/sources/kernel/census.h"
-#include "exporter/sources/kernel/netns.h"
+#include "exporter/sources/shared/census.h"
+#include "exporter/sources/shared/netns.h"
 #include "exporter/sources/source.h"
 
 namespace sockpressure {

@@ -22,11 +22,11 @@
 #include "absl/strings/str_cat.h"
 #include "exporter/common/file_reader.h"
 #include "exporter/common/logging.h"
-#include "exporter/sources/kernel/capabilities.h"
-#include "exporter/sources/kernel/kernel_probe.h"
+#include "exporter/sources/shared/capabilities.h"
+#include "exporter/sources/shared/kernel_probe.h"
 #include "exporter/sources/cgroupfs_source.h"
-#include "exporter/sources/kernel/cgroup_mapper.h"
-#include "exporter/sources/kernel/netns.h"
+#include "exporter/sources/shared/cgroup_mapper.h"
+#include "exporter/sources/shared/netns.h"
 
 namespace sockpressure {
 namespace {

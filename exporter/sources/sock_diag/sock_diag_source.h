@@ -17,8 +17,8 @@
 #include <unordered_map>
 
 #include "absl/status/status.h"
-#include "exporter/sources/kernel/census.h"
-#include "exporter/sources/kernel/netns.h"
+#include "exporter/sources/shared/census.h"
+#include "exporter/sources/shared/netns.h"
 #include "exporter/sources/source.h"
 
 namespace sockpressure {

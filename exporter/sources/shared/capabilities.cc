@@ -1,4 +1,4 @@
-#include "exporter/sources/kernel/capabilities.h"
+#include "exporter/sources/shared/capabilities.h"
 
 #include <linux/capability.h>
 #include <sys/prctl.h>

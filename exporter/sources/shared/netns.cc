@@ -1,4 +1,4 @@
-#include "exporter/sources/kernel/netns.h"
+#include "exporter/sources/shared/netns.h"
 
 #include <dirent.h>
 #include <fcntl.h>

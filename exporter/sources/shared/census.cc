@@ -1,4 +1,4 @@
-#include "exporter/sources/kernel/census.h"
+#include "exporter/sources/shared/census.h"
 
 #include "absl/strings/str_cat.h"
 #include "exporter/common/logging.h"

@@ -1,4 +1,4 @@
-#include "exporter/sources/kernel/cgroup_mapper.h"
+#include "exporter/sources/shared/cgroup_mapper.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "exporter/sources/kernel/kernel_probe.h"
+#include "exporter/sources/shared/kernel_probe.h"
 
 #include <sys/statfs.h>
 #include <sys/utsname.h>
