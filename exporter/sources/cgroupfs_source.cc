@@ -39,9 +39,30 @@ class CgroupfsSource final : public Source {
 
   absl::string_view name() const override { return "cgroupfs"; }
 
+  // One sample: find the hierarchy, walk it (Walk), drop what vanished,
+  // emit (Emit).
   absl::Status Collect(Sample& sample) override;
 
  private:
+  // No memory hierarchy under the root: an error when the root is not a
+  // cgroupfs at all, else said once and an empty sample.
+  absl::Status NoHierarchy();
+  // Top-down, breadth-first: a cgroup is read when it is the root, new, on
+  // a full pass, or its parent moved and its hot children did not account
+  // for all of it; otherwise its last reading stands (nothing below a still
+  // cgroup moved, and no silent sibling moved). Fills order_ and read_all_;
+  // true when a cgroup (and its subtree) could not be read.
+  bool Walk(Sample& sample, int rootfd, bool slow_pass, bool read_all);
+  // One cgroup of the walk: read, only listed, or its last reading kept.
+  // False when it could not be read or vanished (n.gone).
+  bool WalkStep(CgroupNode& n, int rootfd, bool slow_pass, bool read_all);
+  // Counts a cgroup that could not be read in cgroups_left_out by reason.
+  void CountUnreadable(Sample& sample, const CgroupNode& n);
+  // Vanished cgroups leave the tree with their descriptors.
+  void DropVanished();
+  // The walked cgroups into the sample, at most --cgroup.max of them, and
+  // what the sample says about itself (complete, same as the last).
+  absl::Status Emit(Sample& sample, size_t previous_emitted, bool incomplete);
   // Reads one cgroup into n->last and records the outcome on the node
   // (visited_walk, visit_ok, read_err, stat_failed). Returns false when it
   // vanished (n->gone) or could not be read.
@@ -251,17 +272,7 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
   sample.cgroup_mode = h.mode;
   // Set again when this walk emits a complete sample.
   const size_t previous_emitted = std::exchange(last_emitted_, SIZE_MAX);
-  if (h.root.empty()) {
-    if (std::optional<std::string> bad = MalformedControllers(paths_.cgroupfs)) return absl::DataLossError(*bad);
-    if (!logged_missing_) {
-      SP_LOG_WARN("no memory cgroup hierarchy under ", paths_.cgroupfs,
-                  " (neither cgroup v2 with the memory controller nor a v1 memory mount); "
-                  "per-cgroup metrics are unavailable");
-      logged_missing_ = true;
-    }
-    root_.reset();
-    return absl::OkStatus();
-  }
+  if (h.root.empty()) return NoHierarchy();
   malformed_.Clear();
 
   // Every cgroup not kept open is opened relative to one descriptor of the
@@ -285,11 +296,35 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
   // memory, which changes without reclaim). The core signal needs no read of
   // a still subtree: its counters cannot have moved.
   const bool read_all = slow_pass && (options_.read_context || cut_);
+  const bool incomplete = Walk(sample, rootfd, slow_pass, read_all);
+  if (slow_pass) events_probed_ = true;
+  lister_.WalkDone();
+  DropVanished();
+  // What the parents that read every child learnt about their own share.
+  for (CgroupNode* n : read_all_) LearnSplit(*n, walk_);
+  ::close(rootfd);
+  if (order_.empty()) {
+    // Without the root there is no walk: 0 cgroups is a failure, not a fact.
+    std::string why = malformed_.first.empty() ? "no memory.stat" : malformed_.first;
+    root_.reset();
+    return absl::UnavailableError(absl::StrCat("root cgroup ", h.root, " not readable: ", why));
+  }
+  return Emit(sample, previous_emitted, incomplete);
+}
 
-  // Top-down, breadth-first: a cgroup is read when it is the root, new, on
-  // a full pass, or its parent moved and its hot children did not account
-  // for all of it; otherwise its last reading stands (nothing below a still
-  // cgroup moved, and no silent sibling moved).
+absl::Status CgroupfsSource::NoHierarchy() {
+  if (std::optional<std::string> bad = MalformedControllers(paths_.cgroupfs)) return absl::DataLossError(*bad);
+  if (!logged_missing_) {
+    SP_LOG_WARN("no memory cgroup hierarchy under ", paths_.cgroupfs,
+                " (neither cgroup v2 with the memory controller nor a v1 memory mount); "
+                "per-cgroup metrics are unavailable");
+    logged_missing_ = true;
+  }
+  root_.reset();
+  return absl::OkStatus();
+}
+
+bool CgroupfsSource::Walk(Sample& sample, int rootfd, bool slow_pass, bool read_all) {
   ++walk_;
   order_.clear();
   read_all_.clear();
@@ -299,39 +334,12 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
   while (!queue.empty()) {
     CgroupNode* n = queue.front();
     queue.pop_front();
-    n->gone = false;
-    n->read_kids = false;
-    if (!n->filtered) {
-      n->exported = !options_.exported || options_.exported(n->path.str());
-      n->filtered = true;
-    }
-    bool read = read_all || n->parent == nullptr || !n->have_reading || n->parent->read_kids;
-    bool ok = true;
-    if (n->visited_walk == walk_) {
-      // Read as a hot child of its parent, and relisted then if its
-      // directory had an event or events were lost (list_all).
-      ok = n->visit_ok;
-    } else if (read) {
-      ok = Visit(*n, rootfd, slow_pass);
-    } else {
-      n->moved = false;
-      // A cgroup came or went in it (watched), or the full pass (unwatched).
-      if (slow_pass || n->dirty || lister_.list_all()) ok = ListOnly(*n, rootfd);
-    }
-    if (!ok) {
+    if (!WalkStep(*n, rootfd, slow_pass, read_all)) {
       n->have_reading = false;
       n->moved = false;
       if (n->gone) continue;  // vanished between listing and reading: no episode, no error
       incomplete = true;
-      if (n->stat_failed) {
-        ++sample.cgroups_left_out["unreadable"];
-      } else {
-        // Deeper than PATH_MAX below the root (reachable only through a
-        // chain of parent descriptors): counted, never silently dropped.
-        LeaveOut(sample, n->read_err == ENAMETOOLONG ? "path_too_long" : "unreadable",
-                 absl::StrCat(n->path.substr(0, 200), n->path.size() > 200 ? "...: " : ": ",
-                              ReadErrorText(n->read_err)));
-      }
+      CountUnreadable(sample, *n);
       continue;
     }
     if (read_all || (n->moved && !HotChildrenExplain(*n, walk_, visit))) {
@@ -348,9 +356,38 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
     }
     for (const auto& child : n->children) queue.push_back(child.get());
   }
-  if (slow_pass) events_probed_ = true;
-  lister_.WalkDone();
-  // Vanished cgroups leave the tree with their descriptors.
+  return incomplete;
+}
+
+bool CgroupfsSource::WalkStep(CgroupNode& n, int rootfd, bool slow_pass, bool read_all) {
+  n.gone = false;
+  n.read_kids = false;
+  if (!n.filtered) {
+    n.exported = !options_.exported || options_.exported(n.path.str());
+    n.filtered = true;
+  }
+  // Read as a hot child of its parent, and relisted then if its directory
+  // had an event or events were lost (list_all).
+  if (n.visited_walk == walk_) return n.visit_ok;
+  if (read_all || n.parent == nullptr || !n.have_reading || n.parent->read_kids) return Visit(n, rootfd, slow_pass);
+  n.moved = false;
+  // A cgroup came or went in it (watched), or the full pass (unwatched).
+  if (slow_pass || n.dirty || lister_.list_all()) return ListOnly(n, rootfd);
+  return true;
+}
+
+void CgroupfsSource::CountUnreadable(Sample& sample, const CgroupNode& n) {
+  if (n.stat_failed) {
+    ++sample.cgroups_left_out["unreadable"];
+    return;
+  }
+  // Deeper than PATH_MAX below the root (reachable only through a chain of
+  // parent descriptors): counted, never silently dropped.
+  LeaveOut(sample, n.read_err == ENAMETOOLONG ? "path_too_long" : "unreadable",
+           absl::StrCat(n.path.substr(0, 200), n.path.size() > 200 ? "...: " : ": ", ReadErrorText(n.read_err)));
+}
+
+void CgroupfsSource::DropVanished() {
   for (CgroupNode* n : order_) {
     auto& ch = n->children;
     size_t before = ch.size();
@@ -360,16 +397,9 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
       reshaped_ = true;
     }
   }
-  // What the parents that read every child learnt about their own share.
-  for (CgroupNode* n : read_all_) LearnSplit(*n, walk_);
-  ::close(rootfd);
-  if (order_.empty()) {
-    // Without the root there is no walk: 0 cgroups is a failure, not a fact.
-    std::string why = malformed_.first.empty() ? "no memory.stat" : malformed_.first;
-    root_.reset();
-    return absl::UnavailableError(absl::StrCat("root cgroup ", h.root, " not readable: ", why));
-  }
+}
 
+absl::Status CgroupfsSource::Emit(Sample& sample, size_t previous_emitted, bool incomplete) {
   size_t skipped = EmitSample(order_, options_.max_cgroups, sample);
   // One large file must not keep its buffer for good.
   if (buf_.capacity() > 65536) std::string().swap(buf_);
