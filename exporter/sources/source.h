@@ -106,7 +106,7 @@ struct BpfProbeSwitch {
   bool BpfProbes::*probe;
 };
 
-// One row a collector. (--collector.context is no collector: it picks the
+// A collector's row in registry.cc. (--collector.context is no collector: it picks the
 // output profile and is an outputs flag, outputs/http_flags.h.)
 struct SourceRegistration {
   std::string name;  // --collector.NAME, Source::name() and the `collector` label
