@@ -32,7 +32,7 @@ PASS_MS=$(arg pass_ms 0)
 AGENT_ARGS=$(arg agent_args "" | tr ',' ' ')
 PERF=$(arg perf 0)
 CG=/sys/fs/cgroup
-URL=http://127.0.0.1:9101
+URL=http://127.0.0.1:19100  # the agent's default port
 
 while read -r m; do insmod "/lib/modules/$(uname -r)/$m" 2>/dev/null; done </lab/modules.order
 /usr/sbin/ip link set lo up
