@@ -12,7 +12,7 @@
 // only): main() drops right after the collector factories, on the main thread,
 // before it starts any thread (kubelet identity, HTTP, sampler, pusher), so
 // every thread inherits the reduced set. The reason for each kept capability
-// is documented in README.md ("Capabilities").
+// is documented in docs/threat-model.md ("Capabilities").
 #pragma once
 
 #include <cstdint>
