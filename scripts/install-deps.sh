@@ -16,7 +16,7 @@ BUILD_PKGS=(
   libcpp-httplib-dev libssl-dev zlib1g-dev libcrypt-dev
   libgtest-dev libgmock-dev
   libbpf-dev libelf-dev bpftool clang llvm
-  python3  # writes the flag and metric family tables from their catalogs (scripts/catalog_rows.py)
+  python3  # the tests, the lab and the benchmarks
 )
 # Servers and tools the tests run for real: Prometheus, Alertmanager,
 # promtool/amtool, a browser, the QEMU kernel lab, netns tooling, linters.

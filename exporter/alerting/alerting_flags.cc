@@ -9,11 +9,45 @@
 namespace sockpressure {
 
 void RegisterAlertingFlags(FlagSet* flags, AlertingFlags* f) {
-  // One row a flag, {name, &field, help}, in --help order: the names and
-  // texts are data (alerting_flags.json), the build writes the rows.
-  flags->Add({
-#include "exporter/alerting/alerting_flags.inc"
-  });
+  // In --help order; the defaults are AlertingFlags' initializers.
+  flags->Duration("episodes.quiet-period", &f->episode_quiet,
+                  "A throttling episode ends after this long without socket pressure or clamps on its cgroup.");
+  flags->Int("episodes.history", &f->episode_history,
+             "Recent throttling episodes kept for /api/v1/episodes and /episodes.");
+  flags->String("web.external-url", &f->external_url,
+                "URL under which the agent is reachable (alert generatorURL links to <url>/episodes); default "
+                "http://<hostname>:<listen port>.");
+  flags->StringList("alertmanager.url", &f->am_urls,
+                    "Alertmanager to push SockPressureTCPThrottled alerts to (v2 API), e.g. "
+                    "http://alertmanager:9093.");
+  flags->Duration("alertmanager.min-pressure-duration", &f->am_min_pressure,
+                  "Push an alert once an episode has been under socket pressure for this long.");
+  flags->Duration("alertmanager.critical-pressure-duration", &f->am_critical_pressure,
+                  "Also push SockPressureTCPThrottledCritical once an episode has been under socket pressure for "
+                  "this long (0 = never).");
+  flags->Duration("alertmanager.resend-interval", &f->am_resend,
+                  "Re-send firing alerts this often (their endsAt is 4 intervals ahead, so a dead agent's alerts "
+                  "expire).");
+  flags->Duration("alertmanager.timeout", &f->am_timeout, "Timeout of one push to Alertmanager.");
+  flags->Duration("alertmanager.max-backoff", &f->am_max_backoff,
+                  "Upper bound of the retry backoff (from 500ms, doubling) while an Alertmanager fails.");
+  flags->Int("alertmanager.max-alerts", &f->am_max_alerts,
+             "Alerts held for delivery at most; beyond it the oldest resolved ones are dropped.");
+  flags->String("alertmanager.instance-label", &f->am_instance,
+                "`instance` label of pushed alerts; set it to the instance Prometheus gives this agent's target so "
+                "pushed and rule-based alerts deduplicate (default $NODE_NAME when set, as the DaemonSet does and "
+                "the ServiceMonitor's instance is; else <hostname>:<listen port>; \"none\" = no instance label).");
+  flags->StringList("alertmanager.extra-label", &f->am_extra_labels,
+                    "NAME=VALUE label added to pushed alerts, e.g. job=sockpressure-exporter (what Prometheus adds "
+                    "to the rule-based alert, plus any external_labels).");
+  flags->String("alertmanager.ca-file", &f->am_ca_file,
+                "CA bundle that signed the certificates of https:// Alertmanagers (default: the system's roots).");
+  flags->Bool("alertmanager.insecure-skip-verify", &f->am_insecure,
+              "Do not verify the certificates of https:// Alertmanagers (testing only).");
+  flags->String("alertmanager.basic-auth.username", &f->am_basic_user,
+                "HTTP basic auth user for Alertmanager (its --web.config.file basic_auth_users).");
+  flags->String("alertmanager.basic-auth.password-file", &f->am_basic_password_file,
+                "File holding the basic auth password (read at start; trailing newline ignored).");
 }
 
 absl::StatusOr<LabelPairs> ParseExtraLabels(const std::vector<std::string>& entries) {

@@ -77,19 +77,6 @@ const FlagSet::Flag* FlagSet::Find(const std::string& name) const {
   return nullptr;
 }
 
-void FlagSet::Add(std::initializer_list<Spec> table) {
-  struct Register {
-    FlagSet* set;
-    const Spec& spec;
-    void operator()(std::string* dst) const { set->String(spec.name, dst, spec.help); }
-    void operator()(bool* dst) const { set->Bool(spec.name, dst, spec.help); }
-    void operator()(int64_t* dst) const { set->Int(spec.name, dst, spec.help); }
-    void operator()(absl::Duration* dst) const { set->Duration(spec.name, dst, spec.help); }
-    void operator()(std::vector<std::string>* dst) const { set->StringList(spec.name, dst, spec.help); }
-  };
-  for (const Spec& spec : table) std::visit(Register{this, spec}, spec.dst);
-}
-
 absl::Status FlagSet::Parse(int argc, const char* const* argv, std::vector<std::string>* positional, bool* help,
                             bool* version) {
   for (int i = 1; i < argc; ++i) {

@@ -8,9 +8,7 @@
 
 #include <cstdint>
 #include <functional>
-#include <initializer_list>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -35,16 +33,6 @@ class FlagSet {
   void Int(std::string name, int64_t* dst, std::string help);
   void Duration(std::string name, absl::Duration* dst, std::string help);
   void StringList(std::string name, std::vector<std::string>* dst, std::string help);  // repeatable
-
-  // One row of an area's flag table. The flag's type follows from where its
-  // value goes, so a row cannot register a duration as a string.
-  struct Spec {
-    std::string name;
-    std::variant<std::string*, bool*, int64_t*, absl::Duration*, std::vector<std::string>*> dst;
-    std::string help;
-  };
-  // Registers each row in order (the order --help lists them in).
-  void Add(std::initializer_list<Spec> table);
 
   // Parses argv[1..]. Arguments that do not start with "--" are collected in
   // `positional` (e.g. the `doctor` command). "--help" and "--version" set

@@ -107,11 +107,17 @@ absl::StatusOr<std::string> FetchOnce(const KubeletOptions& options, const Parse
 }  // namespace
 
 void RegisterKubeletFlags(FlagSet* flags, KubeletOptions* options) {
-  // One row a flag, {name, &field, help}, in --help order: the names and
-  // texts are data (kubelet_flags.json), the build writes the rows.
-  flags->Add({
-#include "exporter/identity/kubelet_flags.inc"
-  });
+  // In --help order; the defaults are KubeletOptions' initializers.
+  flags->String("kubelet.url", &options->url,
+                "Kubelet pod list for namespace/pod/container labels. Empty: https://$NODE_IP:10250/pods when "
+                "NODE_IP is set, else off; 'none': off. A URL without a path gets /pods.");
+  flags->String("kubelet.token-file", &options->token_file,
+                "Bearer token for the kubelet, re-read before every request (token rotation).");
+  flags->String("kubelet.ca-file", &options->ca_file, "CA bundle that signed the kubelet's serving certificate.");
+  flags->Bool("kubelet.insecure-skip-verify", &options->insecure_skip_verify,
+              "Do not verify the kubelet's TLS certificate (self-signed kubelet certificates).");
+  flags->String("kubelet.pods-file", &options->pods_file,
+                "Read the PodList JSON from this file instead of the kubelet (testing, debugging).");
 }
 
 std::string EffectiveKubeletUrl(const std::string& flag, const char* node_ip) {

@@ -16,10 +16,37 @@ std::optional<double> KmemTcpLimit(const CgroupView& c) {
 }
 
 const std::vector<CgroupFamily>& ContextFamilies() {
-  // One row a family, {name, kind, help, &field or &function}: the names and
-  // texts are data (context_families.json), the build writes the rows.
+  // In exposition order; a family names the CgroupView or CgroupLimits field
+  // it exports as read, or the function above that computes its value.
   static const std::vector<CgroupFamily> families = {
-#include "exporter/outputs/context_families.inc"
+      {"sockpressure_tcp_sockets", MetricKind::kGauge, "TCP sockets charged to this memory cgroup.", &TcpSockets},
+      {"sockpressure_memcg_anon_bytes", MetricKind::kGauge,
+       "Anonymous memory of this cgroup and its descendants (memory.stat anon; v1 total_rss).",
+       &CgroupView::anon_bytes},
+      {"sockpressure_memcg_file_bytes", MetricKind::kGauge,
+       "Page cache of this cgroup and its descendants (memory.stat file; v1 total_cache).",
+       &CgroupView::file_bytes},
+      {"sockpressure_memcg_sock_bytes", MetricKind::kGauge,
+       "Memory charged for socket buffers (memory.stat sock; may lag, it is flushed lazily).",
+       &CgroupView::sock_bytes},
+      {"sockpressure_memcg_swap_bytes", MetricKind::kGauge,
+       "Swap used by this cgroup and its descendants (memory.swap.current; v1 total_swap).",
+       &CgroupView::swap_bytes},
+      {"sockpressure_memcg_usage_bytes", MetricKind::kGauge,
+       "Memory charged to this cgroup and its descendants (memory.current; v1 memory.usage_in_bytes).",
+       &CgroupLimits::memory_current},
+      {"sockpressure_memcg_oom_kills_total", MetricKind::kCounter,
+       "Processes the OOM killer killed in this cgroup and its descendants (memory.events oom_kill).",
+       &CgroupLimits::events_oom_kill},
+      {"sockpressure_memcg_kmem_tcp_usage_bytes", MetricKind::kGauge,
+       "cgroup v1: TCP buffer memory charged to this cgroup (memory.kmem.tcp.usage_in_bytes).",
+       &CgroupLimits::kmem_tcp_usage},
+      {"sockpressure_memcg_kmem_tcp_limit_bytes", MetricKind::kGauge,
+       "cgroup v1: TCP buffer limit; only when it is set do v1 sockets get a memory cgroup and tcpmem pressure.",
+       &KmemTcpLimit},
+      {"sockpressure_memcg_kmem_tcp_failcnt_total", MetricKind::kCounter,
+       "cgroup v1: times TCP buffer charges hit the limit (memory.kmem.tcp.failcnt), which sets tcpmem pressure.",
+       &CgroupLimits::kmem_tcp_failcnt},
   };
   return families;
 }
@@ -69,10 +96,20 @@ struct LabelFamily {
   void (*write)(const Snapshot& s, MetricWriter& out);
 };
 
-// One row a family, {name, kind, help, &writer}: the names and texts are data
-// (context_label_families.json), the build writes the rows.
+// Written after ContextFamilies(), in exposition order.
 constexpr LabelFamily kLabelFamilies[] = {
-#include "exporter/outputs/context_label_families.inc"
+    {"sockpressure_memcg_vmpressure_windows_total", MetricKind::kCounter,
+     "vmpressure windows (>= 512 scanned pages of this cgroup) by the kernel's verdict; medium and critical set "
+     "socket pressure.",
+     &WriteWindowsByLevel},
+    {"sockpressure_memcg_limit_bytes", MetricKind::kGauge,
+     "Memory limits and protections of this cgroup (memory.max/high/low/min, memory.swap.max; v1 limit_in_bytes as "
+     "max and soft_limit_in_bytes as high); +Inf when unlimited.",
+     &WriteLimits},
+    {"sockpressure_memcg_psi_stall_seconds_total", MetricKind::kCounter,
+     "Time tasks of this cgroup stalled on memory (memory.pressure total); vmpressure socket pressure can fire while "
+     "this stays near zero.",
+     &WritePsiStalls},
 };
 
 }  // namespace

@@ -9,11 +9,17 @@
 namespace sockpressure {
 
 void RegisterHttpFlags(FlagSet* flags, HttpFlags* f) {
-  // One row a flag, {name, &field, help}, in --help order: the names and
-  // texts are data (http_flags.json), the build writes the rows.
-  flags->Add({
-#include "exporter/outputs/http_flags.inc"
-  });
+  // In --help order; the defaults are HttpFlags' initializers.
+  flags->String("web.listen-address", &f->listen_address, "Address to listen on for metrics and the API.");
+  flags->String("web.telemetry-path", &f->telemetry_path, "Path under which to expose metrics.");
+  flags->String("web.config.file", &f->web_config_file,
+                "Path to a web configuration file (exporter-toolkit format) enabling TLS and/or basic auth.");
+  flags->Int("web.max-requests", &f->max_requests,
+             "Maximum number of requests queued or running at once (/healthz excluded); more get 503 at once.");
+  flags->Bool("collector.context", &f->context,
+              "Also expose the context series of every cgroup: memory sizes, limits, PSI, vmpressure windows by "
+              "level, OOM kills, TCP socket counts, cgroup v1 kmem.tcp (about 17 more series per cgroup). Off: only "
+              "the core signal, at most 8 series per cgroup (9 with the kernel's sock_throttled counter, 6.19+).");
 }
 
 absl::StatusOr<HttpOptions> HttpOptionsFromFlags(const HttpFlags& f) {

@@ -17,10 +17,26 @@ struct PruneFamily {
   uint64_t PruneCounters::*field;
 };
 
-// One row a family, {name, signal, help, &counter}: the names and texts are
-// data (prune_families.json), the build writes the rows.
+// The counters of bpf/prunes.bpf.c, in exposition order; a family's signal is
+// the one whose live tier counts it. HELP says what the kernel did
+// (net/ipv4/tcp_input.c names in brackets).
 constexpr PruneFamily kFamilies[] = {
-#include "exporter/outputs/prune_families.inc"
+    {"rcv_mem_drops_total", Signal::kRcvMemDrops,
+     "TCP segments the kernel dropped on arrival at this cgroup's sockets because it could not get receive memory for "
+     "them (drop reason PROTO_MEM after pruning failed; TcpExt TCPRcvQDrop + TCPOFODrop node-wide).",
+     &PruneCounters::rcv_mem_drops},
+    {"ofo_pruned_segments_total", Signal::kRcvMemDrops,
+     "Out-of-order TCP segments already queued at this cgroup's sockets that the kernel threw away to free receive "
+     "memory (drop reason TCP_OFO_QUEUE_PRUNE); the sender must retransmit them.",
+     &PruneCounters::ofo_pruned_segs},
+    {"prune_collapses_total", Signal::kTcpPrunes,
+     "Times the kernel pruned a receive queue of this cgroup's sockets by collapsing it into fewer, fuller buffers "
+     "(tcp_prune_queue -> tcp_collapse on the receive queue; at most TcpExt PruneCalled node-wide).",
+     &PruneCounters::collapses},
+    {"ofo_prunes_total", Signal::kTcpPrunes,
+     "Times the kernel dropped out-of-order data queued at this cgroup's sockets to free receive memory "
+     "(tcp_prune_ofo_queue; TcpExt OfoPruned node-wide).",
+     &PruneCounters::ofo_prunes},
 };
 
 // Part of the core profile, but only where TCP data can be lost: a cgroup

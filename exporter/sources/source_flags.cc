@@ -26,11 +26,41 @@ absl::Status ParseAttachList(const char* flag, const std::string& text,
 }  // namespace
 
 void RegisterSourceFlags(FlagSet* flags, SourceFlags* f) {
-  // One row a flag, {name, &field, help}, in --help order: the names and
-  // texts are data (source_flags.json), the build writes the rows.
-  flags->Add({
-#include "exporter/sources/source_flags.inc"
-  });
+  // In --help order; the defaults are SourceFlags' initializers.
+  flags->String("path.procfs", &f->paths.procfs, "procfs mountpoint.");
+  flags->String("path.sysfs", &f->paths.sysfs, "sysfs mountpoint.");
+  flags->String("path.cgroupfs", &f->paths.cgroupfs, "cgroupfs mountpoint (cgroup v2, or the v1 tmpfs).");
+  flags->Duration("sample.interval", &f->interval, "How often the sampler reads the signal sources (cgroupfs, bpf).");
+  flags->Duration("sample.context-interval", &f->context,
+                  "How often the context collectors (kernel, swaps, netstat, sockstat, vmstat, bpf_census, "
+                  "sock_diag) run while nothing moves on the node; every --sample.interval while reclaim, socket "
+                  "pressure, clamps or prunes move or sockets are clamped. Their last reading is exported in "
+                  "between.");
+  flags->Int("cgroup.max", &f->cgroup_max,
+             "Maximum memory cgroups to track: those with reclaim activity or socket memory (and their ancestors) "
+             "first, then the shallowest; the rest are counted in sockpressure_cgroups_untracked.");
+  flags->Duration("cgroup.full-pass-interval", &f->full_pass,
+                  "How often every cgroup directory is listed again and every cgroup read whole, with the slow files "
+                  "(limits, sizes, PSI); in between only the subtrees whose reclaim counters moved are read.");
+  flags->String("cgroup.include", &f->cgroup_include,
+                "Regular expression (ECMAScript) on the cgroup path: export only the cgroups it matches whole; the "
+                "others fold into their nearest exported ancestor.");
+  flags->String("cgroup.exclude", &f->cgroup_exclude,
+                "Regular expression (ECMAScript) on the cgroup path: do not export the cgroups it matches whole; "
+                "they fold into their nearest exported ancestor.");
+  flags->String("cgroup.level", &f->cgroup_level,
+                "On Kubernetes: all, pod (pod cgroups, containers folded into them) or container (container cgroups, "
+                "not their pods); cgroups outside pods are always exported.");
+  flags->Bool("signal.all-tiers", &f->all_tiers,
+              "Also export every live tier's per-cgroup verdicts side by side (sockpressure_tier_*{source}).");
+  flags->String("bpf.vmpressure-attach", &f->bpf_vmpressure_attach,
+                "eBPF attach types to try for vmpressure(), best first (fentry, kprobe).");
+  flags->String("bpf.clamps-attach", &f->bpf_clamps_attach,
+                "eBPF attach types to try for window clamps, best first (fexit, kprobe, tp_btf, raw_tp).");
+  flags->String("bpf.drops-attach", &f->bpf_drops_attach,
+                "eBPF attach types to try for receive memory drops on skb:kfree_skb, best first (tp_btf, raw_tp).");
+  flags->String("bpf.prunes-attach", &f->bpf_prunes_attach,
+                "eBPF attach types to try for tcp_collapse/tcp_prune_ofo_queue, best first (fentry, kprobe).");
 }
 
 void RegisterCollectorFlags(FlagSet* flags, SourceFlags* f) {

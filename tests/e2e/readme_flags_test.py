@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""The flag catalogs, --help and the README's flag table agree.
+"""The flags registered in the source, --help and the README's flag table agree.
 
     readme_flags_test.py AGENT SOURCE_DIR
 
-Every row of the flag catalogs (exporter/*/*_flags.json) is a flag of the
-binary with the catalog's help text, and every flag the README's "## Flags"
+Every flag the source registers with a literal name and help text
+(flags->String("name", &field, "help"), in exporter/**/*.cc) is a flag of
+the binary with that help text, every flag in --help has a help text and
+(but --help and --version) a default, and every flag the README's "## Flags"
 table names exists with the default the table gives. The table lists every
 flag --help prints, so a flag missing from it is an error too.
 """
+import ast
 import glob
-import json
 import os
 import re
 import subprocess
@@ -26,12 +28,31 @@ def help_flags(agent):
         if head and not line.startswith("      "):
             name = head.group(1)
         elif name and line.startswith("      "):
-            body, _, default = line.strip().rpartition(" (default: ")
-            flags[name] = (body, default[:-1])
+            body, sep, default = line.strip().rpartition(" (default: ")
+            flags[name] = (body, default[:-1]) if sep else (line.strip(), "")
             name = None
     if not flags:
         sys.exit(f"no flags in {agent} --help:\n{text}")
     return flags
+
+
+# flags->Kind("name", &field, "help" "more help") or flags.Kind(...): the
+# help may be several adjacent string literals.
+REGISTRATION = re.compile(
+    r'flags(?:->|\.)(?:String|Bool|Int|Duration|StringList)\(\s*("(?:[^"\\]|\\.)*")\s*,\s*[^,;]+,'
+    r'\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)')
+LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def source_flags(source):
+    """(file, name, help) for each flag registration in the exporter's source."""
+    for path in sorted(glob.glob(os.path.join(source, "exporter", "**", "*.cc"), recursive=True)):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for m in REGISTRATION.finditer(text):
+            name = ast.literal_eval(m.group(1))
+            help_text = "".join(ast.literal_eval(lit) for lit in LITERAL.findall(m.group(2)))
+            yield os.path.relpath(path, source), name, help_text
 
 
 def readme_rows(readme):
@@ -68,17 +89,20 @@ def same_default(readme, shown):
 def main():
     agent, source = sys.argv[1], sys.argv[2]
     shown = help_flags(agent)
-    errors, catalog_rows = [], 0
-    for path in sorted(glob.glob(os.path.join(source, "exporter", "*", "*_flags.json"))):
-        with open(path, encoding="utf-8") as f:
-            rows = json.load(f)["rows"]
-        for row in rows:
-            catalog_rows += 1
-            where = f"{os.path.relpath(path, source)}: --{row['name']}"
-            if row["name"] not in shown:
-                errors.append(f"{where} is not in --help")
-            elif not shown[row["name"]][0].startswith(row["help"]):
-                errors.append(f"{where}: --help says {shown[row['name']][0]!r}")
+    errors, registered = [], set()
+    for path, name, help_text in source_flags(source):
+        where = f"{path}: --{name}"
+        if name in registered:
+            errors.append(f"{where} is registered twice")
+        registered.add(name)
+        if name not in shown:
+            errors.append(f"{where} is not in --help")
+        elif not shown[name][0].startswith(help_text):
+            errors.append(f"{where}: --help says {shown[name][0]!r}")
+    for name, (help_text, default) in shown.items():
+        # --help and --version are actions, not values: they have no default.
+        if not help_text or (not default and name not in ("help", "version")):
+            errors.append(f"--help shows --{name} without a help text or a default")
     readme_flags = 0
     for names, defaults, line in readme_rows(os.path.join(source, "README.md")):
         if len(defaults) != len(names):
@@ -93,9 +117,9 @@ def main():
     listed = {n for names, _, _ in readme_rows(os.path.join(source, "README.md")) for n in names}
     for name in sorted(set(shown) - listed - {"help", "version"}):
         errors.append(f"README's flag table lacks --{name} (it lists every flag --help prints)")
-    print(f"{catalog_rows} catalog flags, {readme_flags} README flags, {len(shown)} flags in --help")
-    if catalog_rows == 0 or readme_flags == 0:
-        errors.append("found no catalog or no README flags")
+    print(f"{len(registered)} flags in the source, {readme_flags} README flags, {len(shown)} flags in --help")
+    if not registered or readme_flags == 0:
+        errors.append("found no flags in the source or none in the README")
     for e in errors:
         print("FAIL", e)
     if errors:

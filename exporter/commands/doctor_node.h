@@ -1,0 +1,26 @@
+// The node half of `doctor`'s report (doctor.h): what this node can and
+// cannot show, from the second of its two snapshots.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "exporter/state/snapshot.h"
+
+namespace sockpressure::doctor {
+
+// Kernel, cgroup mode, swap, reclaim, socket accounting, global tcp_mem.
+void ReportNode(const Snapshot& s, std::string* r);
+// Each signal's best tier and what it means, or why the signal has none.
+void ReportSignals(const Snapshot& s, std::string* r);
+// Each collector's outcome and each eBPF probe's attachment.
+void ReportCollectors(const Snapshot& s, std::string* r);
+
+// The memory controller is on cgroup v1 (or the walk found v1 cgroups).
+bool IsV1(const Snapshot& s);
+// Reclaim runs MGLRU (lru_gen/enabled has its base bit).
+bool MglruOn(const Snapshot& s);
+// "1.5 GiB": bytes for a human.
+std::string Size(uint64_t bytes);
+
+}  // namespace sockpressure::doctor
