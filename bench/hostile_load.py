@@ -163,7 +163,7 @@ def main():
     held = None
     try:
         deadline = time.time() + 20
-        while request("/healthz", 1)[1] != 200:
+        while request("/readyz", 1)[1] != 200:
             if time.time() > deadline or agent.poll() is not None:
                 log.seek(0)
                 sys.exit("agent did not start: " + log.read().decode(errors="replace"))

@@ -39,7 +39,7 @@ APID=$!
 "$NE" --web.listen-address="127.0.0.1:$nport" >"$WORK/ne.log" 2>&1 &
 NPID=$!
 for _ in $(seq 100); do
-  curl -fsS -o /dev/null "http://127.0.0.1:$aport/healthz" 2>/dev/null &&
+  curl -fsS -o /dev/null "http://127.0.0.1:$aport/readyz" 2>/dev/null &&
     curl -fsS -o /dev/null "http://127.0.0.1:$nport/metrics" 2>/dev/null && break
   sleep 0.2
 done

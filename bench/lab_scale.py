@@ -132,7 +132,7 @@ def boot(args, guest, initrd, n, rundir):
 def rows(n, con):
     hz = None
     out = []
-    health = con.first("healthz")
+    health, ready = con.first("healthz"), con.first("ready")
     for _, _, f, _ in con.all("window"):
         hz = float(f.get("hz", 100))
         samples = float(f["samples"])
@@ -147,6 +147,7 @@ def rows(n, con):
             "rss_mib": int(f["rss_kib"]) / 1024, "hwm_mib": int(f["hwm_kib"]) / 1024,
             "bytes_per_cgroup": int(f["metrics_bytes"]) / memcgs if memcgs else None,
             "healthz_s": float(health[2]["seconds"]) if health else None,
+            "ready_s": float(ready[2]["seconds"]) if ready else None,
         })
     return out
 
@@ -192,14 +193,14 @@ def main():
     print(f"\nkernel {guest.get('KVER')}, agent {args.agent}, window {args.window} s, "
           f"{time.strftime('%Y-%m-%d')}\n")
     print("| cgroups | reclaiming | seen | agent CPU per sample ÷ peer pass | peer pass | samples/s "
-          "| agent CPU/s | RSS / HWM | /metrics B per cgroup | /healthz after |")
+          "| agent CPU/s | RSS / HWM | /metrics B per cgroup | /healthz, /readyz after start |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in table:
         print(f"| {r['memcgs']:,} | {r['reclaiming']} ({r['pct']} %) | {r['seen']}/{r['reclaiming']} "
               f"| **{fmt(r['per_sample_ratio'], '.3f')}** | {r['peer_s'] * 1000:.0f} ms "
               f"| {r['samples_per_s']:.2f} | {r['cpu_per_s'] * 1000:.0f} ms "
               f"| {r['rss_mib']:.0f} / {r['hwm_mib']:.0f} MiB | {fmt(r['bytes_per_cgroup'], ',.0f')} "
-              f"| {fmt(r['healthz_s'], '.2f')} s |")
+              f"| {fmt(r['healthz_s'], '.2f')} s, {fmt(r['ready_s'], '.1f')} s |")
     if not table:
         sys.exit("lab-scale: no window measured")
 

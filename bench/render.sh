@@ -38,7 +38,7 @@ for n in "${SIZES[@]}"; do
       --path.procfs="$REPO/tests/fixtures/v2/proc" --path.sysfs="$REPO/tests/fixtures/v2/sys" \
       --path.cgroupfs="$tree" "${flags[@]}" "${extra[@]}" ${AGENT_ARGS:-} >"$WORK/agent.log" 2>&1 &
     PID=$!
-    for _ in $(seq 100); do curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null && break; sleep 0.2; done
+    for _ in $(seq 100); do curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && break; sleep 0.2; done
     sleep 2.5
     rss0="$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$PID/status")"
     # Five rounds, each on a new sample (1 s interval): text and protobuf

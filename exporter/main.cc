@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <pthread.h>
 
 #include "absl/strings/str_cat.h"
@@ -60,24 +61,25 @@ std::string SignalTiers(const Snapshot& s) {
   return absl::StrJoin(parts, " ");
 }
 
-int Run(int argc, char** argv) {
-  Options opt;
-  // With glibc's default of 8 arenas per core, memory freed after thousands
-  // of cgroups are gone stays scattered over arenas that malloc_trim()
-  // cannot return; one arena can (bench/churn_rss.sh). The agent has few
-  // threads, so one arena costs no contention worth measuring.
+// With glibc's default of 8 arenas per core, memory freed after thousands
+// of cgroups are gone stays scattered over arenas that malloc_trim()
+// cannot return; one arena can (bench/churn_rss.sh). The agent has few
+// threads, so one arena costs no contention worth measuring.
+// Large blocks (the cgroup vectors of a sample and a snapshot, MBs at
+// thousands of cgroups) come and go with every sample. glibc raises its
+// mmap threshold to the size of the first large block freed, after which
+// such blocks are carved from the heap, where freed ones leave holes that
+// the next does not fit into (when /metrics bodies were still rendered
+// whole, bench/render.sh at 10,000 cgroups: peak RSS 78.9 -> 71.7 MiB with
+// this). A fixed threshold keeps every block of 4 MiB or more in its own
+// mapping, returned to the kernel when freed; the /metrics pieces (about
+// 1 MB, outputs/metrics_endpoint.h) stay below it and reuse the heap.
+void TuneMalloc() {
   mallopt(M_ARENA_MAX, 1);
-  // Large blocks (the cgroup vectors of a sample and a snapshot, MBs at
-  // thousands of cgroups) come and go with every sample. glibc raises its
-  // mmap threshold to the size of the first large block freed, after which
-  // such blocks are carved from the heap, where freed ones leave holes that
-  // the next does not fit into (when /metrics bodies were still rendered
-  // whole, bench/render.sh at 10,000 cgroups: peak RSS 78.9 -> 71.7 MiB with
-  // this). A fixed threshold keeps every block of 4 MiB or more in its own
-  // mapping, returned to the kernel when freed; the /metrics pieces (about
-  // 1 MB, outputs/metrics_endpoint.h) stay below it and reuse the heap.
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
-  FlagSet flags;
+}
+
+void RegisterFlags(FlagSet& flags, Options& opt) {
   RegisterHttpFlags(&flags, &opt.http);
   RegisterSourceFlags(&flags, &opt.sources);
   flags.String("log.level", &opt.log_level, "Only log messages with the given severity or above: debug, info, warn, error.");
@@ -87,7 +89,11 @@ int Run(int argc, char** argv) {
              "found, 2 cannot tell.");
   RegisterAlertingFlags(&flags, &opt.alerting);
   RegisterCollectorFlags(&flags, &opt.sources);
+}
 
+// Parses the command line into `opt` and sets the log level; returns the
+// exit code when there is nothing left to do (--help, --version, an error).
+std::optional<int> ParseCommandLine(FlagSet& flags, int argc, char** argv, Options& opt) {
   std::vector<std::string> positional;
   bool help = false, version = false;
   absl::Status parsed = flags.Parse(argc, argv, &positional, &help, &version);
@@ -112,112 +118,208 @@ int Run(int argc, char** argv) {
   if (!positional.empty()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("unknown command '", positional[0], "' (see --help)")));
   }
-  absl::StatusOr<SourceContext> ctx = SourceContextFromFlags(opt.sources);
-  if (!ctx.ok()) return Fail(ctx.status());
-  absl::StatusOr<std::function<bool(absl::string_view)>> cgroup_filter =
-      NewCgroupFilter(opt.sources.cgroup_include, opt.sources.cgroup_exclude, opt.sources.cgroup_level);
-  if (!cgroup_filter.ok()) return Fail(cgroup_filter.status());
-  ctx->cgroup_exported = std::move(*cgroup_filter);
-  absl::StatusOr<HttpOptions> http = HttpOptionsFromFlags(opt.http);
-  if (!http.ok()) return Fail(http.status());
-  // Bind and load TLS now, so that every HTTP start-up error (address, port
-  // in use, certificate or key) is reported with its reason before any
-  // sample is taken or thread started.
-  if (!opt.doctor) {
-    absl::StatusOr<std::unique_ptr<ListenSocket>> listener = ListenSocket::Open(http->listen_address, http->web);
-    if (!listener.ok()) {
-      Fail(listener.status());
-      return 1;
-    }
-    http->listen_socket = std::move(*listener);
-  }
+  return std::nullopt;
+}
 
-  // Block the stop signals before any thread starts, so that only the
-  // sigwait() below receives them.
+// The sources' context, with the cgroups --cgroup.include/exclude/level export.
+absl::StatusOr<SourceContext> SourceContextOf(const SourceFlags& sources) {
+  absl::StatusOr<SourceContext> ctx = SourceContextFromFlags(sources);
+  if (!ctx.ok()) return ctx.status();
+  absl::StatusOr<std::function<bool(absl::string_view)>> cgroup_filter =
+      NewCgroupFilter(sources.cgroup_include, sources.cgroup_exclude, sources.cgroup_level);
+  if (!cgroup_filter.ok()) return cgroup_filter.status();
+  ctx->cgroup_exported = std::move(*cgroup_filter);
+  return ctx;
+}
+
+// Bind and load TLS now, so that every HTTP start-up error (address, port
+// in use, certificate or key) is reported with its reason before any
+// collector is set up or thread started.
+absl::Status OpenListenSocket(HttpOptions& http) {
+  absl::StatusOr<std::unique_ptr<ListenSocket>> listener = ListenSocket::Open(http.listen_address, http.web);
+  if (!listener.ok()) return listener.status();
+  http.listen_socket = std::move(*listener);
+  return absl::OkStatus();
+}
+
+// Blocks the stop signals before any thread starts, so that only the
+// sigwait() in WaitForStop receives them.
+sigset_t BlockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  return stop_signals;
+}
 
+// Everything the agent runs, in the order it is built. Members are destroyed
+// in reverse, so each outlives what holds a pointer to it (the sampler holds
+// the identity resolver; the server, the sampler, episodes and pusher).
+struct Agent {
+  std::unique_ptr<KubeIdentityResolver> identity;
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<MetricsEndpoint> metrics;
+  std::unique_ptr<EpisodeTracker> episodes;
+  std::unique_ptr<AlertmanagerPusher> pusher;
+  std::unique_ptr<HttpServer> server;
+};
+
+// The collectors, the kubelet identity and the sampler over them. The
+// privileged set-up (eBPF loads and attaches) is done in the collectors'
+// factories: every capability no collector declared is dropped, bounding set
+// included, right after them and before any thread starts, so that every
+// thread inherits it.
+absl::Status BuildSampler(const Options& opt, const SourceContext& ctx, Agent& agent) {
   std::vector<std::string> enabled;
-  std::vector<std::unique_ptr<Source>> sources = NewEnabledSources(*ctx, &enabled);
+  std::vector<std::unique_ptr<Source>> sources = NewEnabledSources(ctx, &enabled);
   SP_LOG_INFO("starting sockpressure_exporter ", kVersion, " (revision ", kRevision, "); collectors: ",
               absl::StrJoin(enabled, ","));
-  // Privileged set-up (eBPF loads and attaches) is done in the factories
-  // above: drop every capability no collector declared, bounding set
-  // included, before any thread starts, so that every thread inherits it.
   DropUnneededCapabilities();
-
-  // Declared before the sampler, which holds a raw pointer to it.
   absl::StatusOr<std::unique_ptr<KubeIdentityResolver>> identity = StartKubeIdentity(opt.kubelet, std::getenv("NODE_IP"));
-  if (!identity.ok()) return Fail(identity.status());
-  // So that pods running at start-up have names from the first sample; an
-  // absent kubelet delays start-up by at most this (the client's timeout).
-  if (*identity) (*identity)->WaitForFirstAttempt(absl::Seconds(6));
-  auto tracker = std::make_unique<StateTracker>(identity->get(), ctx->all_tiers);
+  if (!identity.ok()) return identity.status();
+  agent.identity = std::move(*identity);
+  auto tracker = std::make_unique<StateTracker>(agent.identity.get(), ctx.all_tiers);
   // doctor compares two consecutive samples: every collector reads both.
   const uint64_t context_every =
-      opt.doctor ? 1 : static_cast<uint64_t>(std::max(1.0, ctx->context_seconds / ctx->interval_seconds));
-  Sampler sampler(std::move(sources), std::move(tracker), ctx->interval_seconds, context_every);
-  if (opt.doctor) {
-    DoctorOptions d;
-    d.interval_seconds = ctx->interval_seconds;
-    d.version = kVersion;
-    d.paths_description = absl::StrCat("procfs=", ctx->paths.procfs, " sysfs=", ctx->paths.sysfs,
-                                       " cgroupfs=", ctx->paths.cgroupfs);
-    return RunDoctor(sampler, d);
-  }
-  std::shared_ptr<const Snapshot> first = sampler.SampleOnce();
-  SP_LOG_INFO("first sample: ", first->cgroups.size(), " memory cgroups (", CgroupModeName(first->cgroup_mode),
-              " hierarchy); signal sources: ", SignalTiers(*first));
+      opt.doctor ? 1 : static_cast<uint64_t>(std::max(1.0, ctx.context_seconds / ctx.interval_seconds));
+  agent.sampler = std::make_unique<Sampler>(std::move(sources), std::move(tracker), ctx.interval_seconds, context_every);
+  return absl::OkStatus();
+}
 
-  MetricsEndpoint metrics(&sampler, {kVersion, kRevision, kCompiler}, {ctx->all_tiers, opt.http.context});
+// So that pods running at start-up have names from the first sample; an
+// absent kubelet delays the first sample by at most this (the client's
+// timeout).
+constexpr absl::Duration kFirstKubeletAttempt = absl::Seconds(6);
 
-  // Alerting: episodes from every snapshot, optional push to Alertmanager.
-  EpisodeTracker episodes(EpisodeOptionsFromFlags(opt.alerting));
-  episodes.Observe(*first);
-  // Not held for the agent's lifetime: the sampler keeps the latest snapshot,
-  // and a second whole snapshot (8 MB at 10,000 cgroups) pinned here would
-  // count toward every later peak.
-  first.reset();
-  metrics.AddWriter([&episodes](const Snapshot& s, MetricWriter& w) { episodes.WriteMetrics(s, w); });
-  std::unique_ptr<AlertmanagerPusher> pusher;
+int Doctor(const SourceContext& ctx, Agent& agent) {
+  if (agent.identity) agent.identity->WaitForFirstAttempt(kFirstKubeletAttempt);
+  DoctorOptions d;
+  d.interval_seconds = ctx.interval_seconds;
+  d.version = kVersion;
+  d.paths_description = absl::StrCat("procfs=", ctx.paths.procfs, " sysfs=", ctx.paths.sysfs,
+                                     " cgroupfs=", ctx.paths.cgroupfs);
+  return RunDoctor(*agent.sampler, d);
+}
+
+// The start-up line for the first snapshot: what serves each signal here.
+void LogFirstSample(Sampler& sampler) {
+  sampler.AddListener([](const std::shared_ptr<const Snapshot>& s) {
+    if (s->sequence != 1) return;
+    SP_LOG_INFO("first sample: ", s->cgroups.size(), " memory cgroups (", CgroupModeName(s->cgroup_mode),
+                " hierarchy); signal sources: ", SignalTiers(*s));
+  });
+}
+
+// /metrics, and alerting: episodes from every snapshot from the first on,
+// the optional push to Alertmanager, and their metrics.
+absl::Status BuildOutputs(const Options& opt, const SourceContext& ctx, const HttpOptions& http, Agent& agent) {
+  Sampler& sampler = *agent.sampler;
+  agent.metrics = std::make_unique<MetricsEndpoint>(&sampler, BuildInfo{kVersion, kRevision, kCompiler},
+                                                    EmitOptions{ctx.all_tiers, opt.http.context});
+  agent.episodes = std::make_unique<EpisodeTracker>(EpisodeOptionsFromFlags(opt.alerting));
+  EpisodeTracker& episodes = *agent.episodes;
+  agent.metrics->AddWriter([&episodes](const Snapshot& s, MetricWriter& w) { episodes.WriteMetrics(s, w); });
   if (!opt.alerting.am_urls.empty()) {
     absl::StatusOr<AlertmanagerOptions> am =
-        AlertmanagerOptionsFromFlags(opt.alerting, AgentHostPort(opt.http), http->web.tls());
-    if (!am.ok()) return Fail(am.status());
+        AlertmanagerOptionsFromFlags(opt.alerting, AgentHostPort(opt.http), http.web.tls());
+    if (!am.ok()) return am.status();
     absl::StatusOr<std::unique_ptr<AlertmanagerPusher>> created = AlertmanagerPusher::Create(*am);
-    if (!created.ok()) return Fail(created.status());
-    pusher = std::move(*created);
-    metrics.AddWriter([p = pusher.get()](const Snapshot&, MetricWriter& w) { p->WriteMetrics(w); });
+    if (!created.ok()) return created.status();
+    agent.pusher = std::move(*created);
+    agent.metrics->AddWriter([p = agent.pusher.get()](const Snapshot&, MetricWriter& w) { p->WriteMetrics(w); });
     SP_LOG_INFO("pushing alerts to ", absl::StrJoin(am->urls, ","), " as instance=\"", am->instance, "\"");
   }
-  sampler.AddListener([&episodes, p = pusher.get()](const std::shared_ptr<const Snapshot>& s) {
+  sampler.AddListener([&episodes, p = agent.pusher.get()](const std::shared_ptr<const Snapshot>& s) {
     episodes.Observe(*s);
     if (p != nullptr) p->Update(episodes.OpenAndJustClosed(), s->unix_millis);
   });
-  HttpServer server(*http, &metrics, [&sampler] { return sampler.Healthy(); });
+  return absl::OkStatus();
+}
+
+// Serves before the first sample: /healthz says the agent is alive,
+// /readyz that it has a complete sample, and /metrics and the JSON API
+// answer 503 until then.
+absl::Status StartServing(HttpOptions http, Agent& agent) {
+  const Sampler& sampler = *agent.sampler;
+  agent.server = std::make_unique<HttpServer>(std::move(http), agent.metrics.get(), [&sampler] { return sampler.Healthy(); });
+  agent.server->Probe(
+      "/readyz",
+      [&sampler] {
+        if (sampler.Ready()) return absl::OkStatus();
+        return absl::UnavailableError(sampler.Latest() ? "sampler stalled" : kNoSampleYet);
+      },
+      "Readiness");
   PageContext page;
   page.version = kVersion;
-  if (pusher) page.alerting_status = [p = pusher.get()] { return p->Status(); };
-  AddAlertingRoutes(server, sampler, episodes, page);
-  absl::Status started = server.Start();
-  if (!started.ok()) {
-    SP_LOG_ERROR(started.message());
-    return 1;
-  }
-  if (pusher) pusher->Start();
-  sampler.Start();
+  if (agent.pusher) page.alerting_status = [p = agent.pusher.get()] { return p->Status(); };
+  AddAlertingRoutes(*agent.server, sampler, *agent.episodes, page);
+  return agent.server->Start();
+}
 
+// The first sample runs on the sampler thread, after the kubelet's first
+// answer; nothing waits for it.
+void StartSampling(Agent& agent) {
+  if (agent.identity) {
+    agent.sampler->AddBeforeCycle([s = agent.sampler.get(), identity = agent.identity.get()] {
+      if (!s->Latest()) identity->WaitForFirstAttempt(kFirstKubeletAttempt);
+    });
+  }
+  if (agent.pusher) agent.pusher->Start();
+  agent.sampler->Start();
+}
+
+int WaitForStop(const sigset_t& stop_signals, Agent& agent) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   SP_LOG_INFO("received signal ", sig, ", shutting down");
-  server.Stop();
-  sampler.Stop();
-  if (pusher) pusher->Stop();
+  agent.server->Stop();
+  if (!agent.sampler->Latest()) {
+    // The first sample (tens of seconds on a big node) cannot be cut short,
+    // and before it there is nothing to deliver: no episode, no alert. Leave
+    // without joining it; the kernel detaches the eBPF programs with the
+    // process.
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
+  agent.sampler->Stop();
+  if (agent.pusher) agent.pusher->Stop();
   return 0;
+}
+
+int Run(int argc, char** argv) {
+  TuneMalloc();
+  Options opt;
+  FlagSet flags;
+  RegisterFlags(flags, opt);
+  if (std::optional<int> done = ParseCommandLine(flags, argc, argv, opt)) return *done;
+  absl::StatusOr<SourceContext> ctx = SourceContextOf(opt.sources);
+  if (!ctx.ok()) return Fail(ctx.status());
+  absl::StatusOr<HttpOptions> http = HttpOptionsFromFlags(opt.http);
+  if (!http.ok()) return Fail(http.status());
+  if (!opt.doctor) {
+    absl::Status opened = OpenListenSocket(*http);
+    if (!opened.ok()) {
+      Fail(opened);
+      return 1;
+    }
+  }
+  const sigset_t stop_signals = BlockStopSignals();
+  Agent agent;
+  absl::Status built = BuildSampler(opt, *ctx, agent);
+  if (!built.ok()) return Fail(built);
+  if (opt.doctor) return Doctor(*ctx, agent);
+  LogFirstSample(*agent.sampler);
+  built = BuildOutputs(opt, *ctx, *http, agent);
+  if (!built.ok()) return Fail(built);
+  absl::Status serving = StartServing(std::move(*http), agent);
+  if (!serving.ok()) {
+    SP_LOG_ERROR(serving.message());
+    return 1;
+  }
+  StartSampling(agent);
+  return WaitForStop(stop_signals, agent);
 }
 
 }  // namespace

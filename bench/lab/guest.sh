@@ -58,6 +58,12 @@ until wget -q -O /dev/null $URL/healthz 2>/dev/null; do
   sleep 0.1
 done
 log healthz seconds=$(awk -v a=$t0 -v b=$(now) 'BEGIN{printf "%.2f", b-a}')
+# Ready: the first complete sample is published (every cgroup read cold).
+until wget -q -O /dev/null $URL/readyz 2>/dev/null; do
+  kill -0 $PID 2>/dev/null || { tail -20 /tmp/agent.log; die "agent exited"; }
+  sleep 0.2
+done
+log ready seconds=$(awk -v a=$t0 -v b=$(now) 'BEGIN{printf "%.2f", b-a}')
 
 samples() { wget -q -O - $URL/metrics | awk '$1=="sockpressure_samples_total"{print $2}'; }
 ticks() { awk '{print $14 + $15}' /proc/$PID/stat; }

@@ -314,7 +314,7 @@ void AddAlertingRoutes(HttpServer& server, const Sampler& sampler, const Episode
                        PageContext context) {
   auto no_sample = [](httplib::Response& res) {
     res.status = 503;
-    res.set_content("no sample yet\n", "text/plain");
+    res.set_content(absl::StrCat(kNoSampleYet, "\n"), "text/plain");
   };
   server.Get("/api/v1/cgroups", [&sampler, &episodes, no_sample](const httplib::Request& req, httplib::Response& res) {
     std::shared_ptr<const Snapshot> s = sampler.Latest();

@@ -105,6 +105,7 @@ std::shared_ptr<const Snapshot> Sampler::SampleOnce() {
     std::lock_guard<std::mutex> lock(mu_);
     previous = std::move(latest_);
     latest_ = snap;
+    published_ = std::chrono::steady_clock::now();
     listeners = listeners_;
   }
   for (const Listener& l : listeners) l(snap);
@@ -139,6 +140,9 @@ void Sampler::Start() {
 void Sampler::Stop() { StopAndJoin(stop_mu_, stop_cv_, stopping_, thread_); }
 
 void Sampler::Run() {
+  // The first cycle at once: until it is published the agent answers only
+  // /healthz (alive) and /readyz (not ready).
+  if (!Latest()) SampleOnce();
   auto next = std::chrono::steady_clock::now();
   const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(interval_seconds_));
@@ -172,10 +176,16 @@ void Sampler::AddListener(Listener listener) {
 }
 
 bool Sampler::Healthy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const double age = std::chrono::duration<double>(std::chrono::steady_clock::now() - published_).count();
+  // From the publish, not the sample's start: a first sample that took 30 s
+  // is fresh when it is published.
+  return age < (latest_ ? 3 * interval_seconds_ + 5 : kFirstSampleSeconds);
+}
+
+bool Sampler::Ready() const {
   std::shared_ptr<const Snapshot> s = Latest();
-  if (!s) return false;
-  double age = absl::ToDoubleSeconds(absl::Now() - absl::FromUnixMillis(s->unix_millis));
-  return age < 3 * interval_seconds_ + 5;
+  return s != nullptr && Healthy();
 }
 
 }  // namespace sockpressure

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -23,6 +24,10 @@ namespace sockpressure {
 // Thread-safe: Latest() and AddListener() may be called from any thread.
 // Listeners run on the sampler thread after each publish and must be quick
 // (hand work to their own thread if it can block).
+// What /metrics, the JSON API and /readyz answer (with 503) until the first
+// sample is published; the agent serves while it runs.
+inline constexpr char kNoSampleYet[] = "no sample yet: the first sample is still running";
+
 class Sampler {
  public:
   using Listener = std::function<void(const std::shared_ptr<const Snapshot>&)>;
@@ -34,17 +39,26 @@ class Sampler {
           double interval_seconds, uint64_t context_every = 1);
   ~Sampler();
 
-  // Runs one cycle on the calling thread (tests, `doctor`, and the first
-  // sample before the HTTP server starts).
+  // Runs one cycle on the calling thread (tests, `doctor`).
   std::shared_ptr<const Snapshot> SampleOnce();
 
-  void Start();  // starts the background thread
+  // Starts the background thread. Its first cycle runs at once when no
+  // snapshot exists yet: the agent serves (/healthz) while it runs.
+  void Start();
   void Stop();   // stops and joins; idempotent
 
   std::shared_ptr<const Snapshot> Latest() const;
-  // The health rule (/healthz, readiness): the latest snapshot is younger
-  // than three intervals plus 5 s, i.e. the sampler thread is not stuck.
+  // The health rule (/healthz): a snapshot was published less than three
+  // intervals plus 5 s ago, i.e. the sampler thread is not stuck. Before the
+  // first one, the first cycle is given kFirstSampleSeconds from
+  // construction: it reads every cgroup cold and may wait for the kubelet
+  // (29-44 s at 10,000 cgroups in the lab guest), and a liveness probe must
+  // not restart the agent for that.
   bool Healthy() const;
+  // The readiness rule (/readyz): the first complete sample is published and
+  // the sampler is healthy.
+  bool Ready() const;
+  static constexpr double kFirstSampleSeconds = 300;
   void AddListener(Listener listener);
   // Hooks run on the sampler thread at the start of every cycle, before any
   // source is read: the cycle's peak (the new sample and snapshot beside the
@@ -72,8 +86,9 @@ class Sampler {
   std::unique_ptr<StateTracker> tracker_;
   double interval_seconds_;
 
-  mutable std::mutex mu_;  // guards latest_, listeners_, before_cycle_
+  mutable std::mutex mu_;  // guards latest_, published_, listeners_, before_cycle_
   std::shared_ptr<const Snapshot> latest_;
+  std::chrono::steady_clock::time_point published_ = std::chrono::steady_clock::now();  // construction, then each publish
   std::vector<Listener> listeners_;
   std::vector<std::function<void()>> before_cycle_;
 

@@ -117,7 +117,7 @@ def main():
             "--alertmanager.max-backoff=1s", "--alertmanager.timeout=2s", "--episodes.quiet-period=3s",
             f"--alertmanager.instance-label={INSTANCE}", f"--alertmanager.extra-label=job={JOB}",
             f"--web.external-url=http://127.0.0.1:{agent_port}/"))
-        harness.wait_for(lambda: harness.http_get(f"http://127.0.0.1:{agent_port}/healthz"), 20, "agent up")
+        harness.wait_for(lambda: harness.http_get(f"http://127.0.0.1:{agent_port}/readyz"), 20, "agent up")
 
         # 1. Fire.
         t0 = time.monotonic()

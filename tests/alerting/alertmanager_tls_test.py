@@ -125,7 +125,7 @@ def main():
             ports[name] = harness.free_port()
             procs.start(f"agent-{name}", harness.agent_argv(args.agent, root, ports[name], *common, *extra))
         for name, port in ports.items():
-            harness.wait_for(lambda: harness.http_get(f"http://127.0.0.1:{port}/healthz"), 20, f"agent {name} up")
+            harness.wait_for(lambda: harness.http_get(f"http://127.0.0.1:{port}/readyz"), 20, f"agent {name} up")
 
         alerts = harness.wait_for(
             lambda: (lambda a: a if {x["labels"].get("instance") for x in a} >= {"ok:1", "insecure:1"} else None)(

@@ -49,7 +49,7 @@ class Agent:
         deadline = time.time() + 20
         while time.time() < deadline:
             try:
-                if get(self.port, "/healthz", timeout=1)[0] in (200, 401):
+                if get(self.port, "/readyz", timeout=1)[0] in (200, 401):
                     return
             except OSError:
                 time.sleep(0.1)

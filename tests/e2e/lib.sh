@@ -49,5 +49,5 @@ start_agent() {
   local port="$1"; shift
   "$AGENT" --web.listen-address="127.0.0.1:$port" "$@" >"$WORK/agent-$port.log" 2>&1 &
   PIDS+=("$!")
-  wait_http "http://127.0.0.1:$port/healthz" 20 || { cat "$WORK/agent-$port.log" >&2; fail "agent did not start"; }
+  wait_http "http://127.0.0.1:$port/readyz" 20 || { cat "$WORK/agent-$port.log" >&2; fail "agent did not start"; }
 }

@@ -32,7 +32,7 @@ port="$(free_port)"
   --path.procfs="$FIXTURES/v2/proc" --path.cgroupfs="$FIXTURES/v2/cgroup" >"$WORK/agent.log" 2>&1 &
 PIDS+=("$!")
 deadline=$((SECONDS + 20))
-until curl -s -o /dev/null --cacert "$WORK/tls.crt" "https://127.0.0.1:$port/healthz"; do
+until curl -s -o /dev/null --cacert "$WORK/tls.crt" "https://127.0.0.1:$port/readyz"; do
   [ "$SECONDS" -lt "$deadline" ] || { cat "$WORK/agent.log"; fail "TLS agent did not start"; }
   sleep 0.2
 done

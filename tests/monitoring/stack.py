@@ -139,7 +139,7 @@ class Stack:
                              f"--path.procfs={self.sim_root}/procfs", f"--path.sysfs={self.sim_root}/sysfs",
                              f"--path.cgroupfs={self.sim_root}/cgroupfs", "--sample.interval=1s",
                              "--log.level=info"] + self.optional_flags(agent) + list(agent_args))
-        wait_for(lambda: http_get(f"http://{self.instance}/healthz") is not None, 30, "agent /healthz")
+        wait_for(lambda: http_get(f"http://{self.instance}/readyz") is not None, 30, "agent /readyz")
 
         # 3. alertmanager + webhook
         self.webhook = None

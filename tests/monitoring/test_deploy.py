@@ -84,8 +84,8 @@ def check_components(sa_name):
                   and not kinds.get("Namespace"),
                   f"{comp}: everything in {target}, binding follows, ServiceMonitor finds its own namespace")
         elif comp == "tls":
-            check(all(c[pr]["httpGet"]["scheme"] == "HTTPS" and c[pr]["httpGet"]["path"] == "/healthz"
-                      for pr in ("livenessProbe", "readinessProbe"))
+            check(all(c[pr]["httpGet"]["scheme"] == "HTTPS" and c[pr]["httpGet"]["path"] == path
+                      for pr, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")))
                   and "--web.config.file=/etc/sockpressure/web/web.yml" in c["args"]
                   and any(m["mountPath"] == "/etc/sockpressure/web" for m in c["volumeMounts"])
                   and kinds["ServiceMonitor"][0]["spec"]["endpoints"][0].get("scheme") == "https",
@@ -201,10 +201,11 @@ def main():
           "container port 19100 named metrics")
     for a in ("--web.listen-address=:19100", "--path.procfs=/host/proc"):
         check(a in c["args"], f"agent flag {a}")
-    # /healthz is served without basic auth, so the probes work with auth on; HTTPS with TLS on.
-    for probe in ("livenessProbe", "readinessProbe"):
-        check(c[probe]["httpGet"] == {"path": "/healthz", "port": "metrics", "scheme": "HTTP"},
-              f"{probe} on /healthz, scheme HTTP (the TLS component switches it)")
+    # The probes are served without basic auth, so they work with auth on; HTTPS with TLS on. Liveness
+    # is /healthz (alive, also during a long first sample), readiness /readyz (a first sample is in).
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        check(c[probe]["httpGet"] == {"path": path, "port": "metrics", "scheme": "HTTP"},
+              f"{probe} on {path}, scheme HTTP (the TLS component switches it)")
     check(spec.get("securityContext", {}).get("seccompProfile") == {"type": "RuntimeDefault"},
           "seccompProfile RuntimeDefault")
     # NODE_NAME is the instance label both alert paths use (ServiceMonitor relabeling and the

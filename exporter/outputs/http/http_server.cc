@@ -16,10 +16,14 @@ namespace sockpressure {
 HttpServer::HttpServer(HttpOptions options, TelemetryEndpoint* telemetry, std::function<bool()> healthy)
     : options_(std::move(options)),
       telemetry_(telemetry),
-      healthy_(std::move(healthy)),
       auth_(options_.web.basic_auth_users) {
   links_.push_back({options_.telemetry_path, "Metrics"});
-  links_.push_back({"/healthz", "Health"});
+  Probe(
+      "/healthz",
+      [healthy = std::move(healthy)] {
+        return healthy() ? absl::OkStatus() : absl::UnavailableError("sampler stalled");
+      },
+      "Health");
   // Answered by Serve() itself (ServeTelemetry), which hands the front a
   // streamed body; the entry makes it a known route.
   routes_[options_.telemetry_path] = [](const httplib::Request&, httplib::Response&) {};
@@ -60,11 +64,18 @@ void HttpServer::Get(const std::string& path, Handler handler, std::string link_
   routes_[path] = std::move(handler);
 }
 
+void HttpServer::Probe(const std::string& path, Check check, std::string link_text) {
+  if (!link_text.empty()) links_.push_back({path, std::move(link_text)});
+  probes_[path] = std::move(check);
+}
+
 bool HttpServer::ServeInline(const RequestHead& head, HttpResponse* out) {
-  if (head.path == "/healthz") {
+  auto probe = probes_.find(head.path);
+  if (probe != probes_.end()) {
     // No basic auth here (see the class comment); cheap enough for the I/O thread.
-    bool ok = healthy_();
-    *out = {ok ? 200 : 503, {{"Content-Type", "text/plain"}}, ok ? "ok\n" : "sampler stalled\n"};
+    absl::Status status = probe->second();
+    *out = {status.ok() ? 200 : 503, {{"Content-Type", "text/plain"}},
+            status.ok() ? "ok\n" : absl::StrCat(status.message(), "\n")};
     return true;
   }
   if (routes_.count(head.path) == 0) {
@@ -108,15 +119,15 @@ absl::Status HttpServer::Start() {
       [this](const RequestHead& h, HttpResponse* r) { Serve(h, r); },
       [this](const std::string& path, int status) {
         // Bounded label values: the telemetry path, registered routes and
-        // /healthz by name; anything else an attacker sends is "other".
+        // probes by name; anything else an attacker sends is "other".
         std::string handler = path == options_.telemetry_path ? "metrics"
-                              : (path == "/healthz" || (status != 404 && routes_.count(path))) ? path
-                                                                                               : "other";
+                              : (probes_.count(path) || (status != 404 && routes_.count(path))) ? path
+                                                                                                : "other";
         telemetry_->CountRequest(handler, status);
       });
   front_->Start(std::move(socket));
   SP_LOG_INFO("listening on ", options_.listen_address, " port ", port_, options_.web.tls() ? " (TLS)" : "",
-              auth_.enabled() ? " with basic auth (not on /healthz)" : "");
+              auth_.enabled() ? " with basic auth (not on the probes: /healthz, /readyz)" : "");
   return absl::OkStatus();
 }
 

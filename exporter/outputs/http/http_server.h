@@ -44,9 +44,10 @@ struct LandingLink {
 };
 
 // Routes, basic auth and request metrics over HttpFront (http_front.h).
-// /healthz is answered on the front's I/O thread without basic auth (it
-// reveals only "ok" or "sampler stalled"), so that kubelet httpGet probes
-// work with auth on and no /metrics load can starve them.
+// /healthz (and every Probe, e.g. /readyz) is answered on the front's I/O
+// thread without basic auth (it reveals only "ok" or why not), so that
+// kubelet httpGet probes work with auth on and no /metrics load can starve
+// them.
 // Thread-safe after Start(): handlers run on the front's worker threads.
 class HttpServer {
  public:
@@ -58,6 +59,11 @@ class HttpServer {
 
   // Adds a GET route (call before Start). Links appear on the landing page.
   void Get(const std::string& path, Handler handler, std::string link_text = "");
+  // Adds a probe answered as /healthz is (call before Start): on the I/O
+  // thread, without basic auth; 200 "ok" while `check` is OK, else 503 with
+  // its message.
+  using Check = std::function<absl::Status()>;
+  void Probe(const std::string& path, Check check, std::string link_text = "");
 
   // Binds and starts serving on a background thread.
   absl::Status Start();
@@ -73,8 +79,8 @@ class HttpServer {
 
   HttpOptions options_;
   TelemetryEndpoint* telemetry_;
-  std::function<bool()> healthy_;
   std::map<std::string, Handler> routes_;  // exact paths; fixed before Start()
+  std::map<std::string, Check> probes_;    // /healthz and the like; fixed before Start()
   BasicAuthChecker auth_;
   std::vector<LandingLink> links_;
   std::unique_ptr<HttpFront> front_;
