@@ -86,48 +86,57 @@ EpisodeTracker::EpisodeTracker(EpisodeOptions options) : options_(options) {}
 void EpisodeTracker::Observe(const Snapshot& s) {
   std::lock_guard<std::mutex> lock(mu_);
   just_closed_.clear();
-  const int64_t now_ms = s.unix_millis;
-  last_ms_ = now_ms;
-  const double interval = s.interval_seconds;
-  const int64_t quiet_ms = static_cast<int64_t>(std::llround(options_.quiet_seconds * 1000));
-
-  const EpisodePreconditions pre = PreconditionsOf(s);
-
-  // Per-sample reclaim of every cgroup, computed once and shared by all open
-  // episodes (who was reclaiming while this cgroup was throttled).
-  struct Reclaim {
-    const std::string* path;
-    uint64_t scanned, reclaimed;
-  };
+  last_ms_ = s.unix_millis;
+  const SampleFacts facts{s.unix_millis, s.interval_seconds,
+                          static_cast<int64_t>(std::llround(options_.quiet_seconds * 1000)), PreconditionsOf(s)};
+  std::vector<PerCgroup*> states = MatchCgroups(s);
   std::vector<Reclaim> reclaiming;
+  std::vector<Deltas> deltas = TakeDeltas(s, states, &reclaiming);
+  KeepBiggestReclaimers(reclaiming);
+  for (size_t i = 0; i < s.cgroups.size(); ++i) Follow(s.cgroups[i], *states[i], deltas[i], reclaiming, facts);
+}
+
+std::vector<EpisodeTracker::PerCgroup*> EpisodeTracker::MatchCgroups(const Snapshot& s) {
+  // In place: a cgroup seen last time keeps its entry, so a sample costs a
+  // lookup per cgroup, not a rebuilt map of every path. What is not stamped
+  // with this sample's number afterwards was not in it.
+  const uint64_t stamp = ++observed_;
   std::vector<PerCgroup*> states;
   states.reserve(s.cgroups.size());
-  std::unordered_map<std::string, PerCgroup> next;
-  next.reserve(s.cgroups.size());
   for (const CgroupView& c : s.cgroups) {
-    auto it = cgroups_.find(c.path);
-    PerCgroup pc;
-    if (it != cgroups_.end() && it->second.id == c.id) {
-      pc = std::move(it->second);
-      cgroups_.erase(it);
+    auto [it, inserted] = cgroups_.try_emplace(c.path);
+    PerCgroup& pc = it->second;
+    if (!inserted && pc.id != c.id) {
+      // The same name, a new cgroup: its predecessor's episode ends, and
+      // its counters start over.
+      if (pc.open) Close(pc);
+      pc = PerCgroup();
     }
     pc.id = c.id;
-    pc.identity = c.identity;
-    auto [pos, inserted] = next.emplace(c.path, std::move(pc));
-    (void)inserted;
-    states.push_back(&pos->second);
+    pc.seen = stamp;
+    if (pc.identity != c.identity) pc.identity = c.identity;
+    states.push_back(&pc);
   }
-  // Cgroups that vanished (or were recreated under the same name) end
-  // their episodes now; their metrics series go away with them.
-  for (auto& [path, pc] : cgroups_) {
-    if (pc.open) Close(pc);
+  // Cgroups that vanished end their episodes now; their metrics series go
+  // away with them.
+  if (cgroups_.size() > s.cgroups.size()) {
+    for (auto it = cgroups_.begin(); it != cgroups_.end();) {
+      if (it->second.seen == stamp) {
+        ++it;
+        continue;
+      }
+      if (it->second.open) Close(it->second);
+      it = cgroups_.erase(it);
+    }
   }
+  return states;
+}
 
-  struct Deltas {
-    uint64_t events = 0, clamps = 0, throttled = 0, scanned = 0, reclaimed = 0;
-    double seconds = 0;
-    PruneCounters prunes;
-  };
+std::vector<EpisodeTracker::Deltas> EpisodeTracker::TakeDeltas(const Snapshot& s,
+                                                                const std::vector<PerCgroup*>& states,
+                                                                std::vector<Reclaim>* reclaiming) {
+  // Per-sample reclaim of every cgroup, computed once and shared by all open
+  // episodes (who was reclaiming while this cgroup was throttled).
   std::vector<Deltas> deltas(s.cgroups.size());
   for (size_t i = 0; i < s.cgroups.size(); ++i) {
     const TierValues& b = s.cgroups[i].best;
@@ -153,8 +162,12 @@ void EpisodeTracker::Observe(const Snapshot& s) {
     pc.prev_scanned = b.scanned_total;
     pc.prev_reclaimed = b.reclaimed_total;
     pc.have_prev = true;
-    if (d.reclaimed > 0 || d.scanned > 0) reclaiming.push_back({&s.cgroups[i].path.str(), d.scanned, d.reclaimed});
+    if (d.reclaimed > 0 || d.scanned > 0) reclaiming->push_back({&s.cgroups[i].path.str(), d.scanned, d.reclaimed});
   }
+  return deltas;
+}
+
+void EpisodeTracker::KeepBiggestReclaimers(std::vector<Reclaim>& reclaiming) {
   // Every open episode adds every reclaiming cgroup: bound that product by
   // keeping only this sample's biggest reclaimers (the ones that can make
   // an episode's top list anyway).
@@ -163,79 +176,82 @@ void EpisodeTracker::Observe(const Snapshot& s) {
                      [](const Reclaim& a, const Reclaim& b) { return a.reclaimed > b.reclaimed; });
     reclaiming.resize(kMaxReclaimersPerSample);
   }
+}
 
-  for (size_t i = 0; i < s.cgroups.size(); ++i) {
-    const CgroupView& c = s.cgroups[i];
-    PerCgroup& pc = *states[i];
-    const Deltas& d = deltas[i];
-    const uint64_t clamped_now = c.best.census ? c.best.census->clamped : 0;
-    const bool pressure = c.best.pressure_asserted || d.events > 0 || d.seconds > 0;
-    const bool throttled = pressure || d.clamps > 0 || clamped_now > 0 || d.throttled > 0;
-
-    if (throttled) {
-      if (!pc.open) {
-        auto r = std::make_shared<Record>();
-        Episode& e = r->e;
-        e.id = next_id_++;
-        e.cgroup = c.path;
-        e.cgroup_id = c.id;
-        e.identity = c.identity;
-        // The throttling happened somewhere in the interval that ended now;
-        // starting the episode at the interval's beginning makes a
-        // one-sample episode last one interval, not zero.
-        e.start_ms = now_ms - static_cast<int64_t>(std::llround(interval * 1000));
-        e.trigger = pressure ? "socket_pressure"
-                    : d.clamps > 0 ? "window_clamps"
-                    : clamped_now > 0 ? "clamped_sockets"
-                                      : "sock_throttled";
-        e.preconditions = pre;
-        pc.open = r;
-        ++pc.episodes_total;
-        ++started_total_;
-        history_.push_back(r);
-        Trim();
-      }
-      Episode& e = pc.open->e;
-      e.last_throttled_ms = now_ms;
-      ++e.samples;
-      // Pressure seconds are exact with eBPF tiers and estimated (capped at
-      // the interval) from memory.stat; clamp-only samples count whole.
-      e.throttled_seconds += d.seconds > 0 ? d.seconds : interval;
-      e.pressure_events += d.events;
-      e.saw_pressure = e.saw_pressure || pressure;
-      e.clamps += d.clamps;
-      e.sock_throttled += d.throttled;
-      e.peak_clamped_sockets = std::max(e.peak_clamped_sockets, clamped_now);
-      if (c.best.census) e.peak_sockets = std::max(e.peak_sockets, c.best.census->sockets);
-    } else if (pc.open && now_ms - pc.open->e.last_throttled_ms >= quiet_ms) {
-      Close(pc);
-    }
-    if (pc.open) {
-      Episode& e = pc.open->e;
-      AppendTimeline(e.timeline, {now_ms, interval, d.seconds > 0 ? d.seconds : (pressure ? interval : 0), d.clamps});
-      if (c.best.ratio && (!e.peak_ratio || *c.best.ratio > *e.peak_ratio)) {
-        // Only windows that completed while the episode was open count.
-        if (d.scanned > 0) e.peak_ratio = c.best.ratio;
-      }
-      // Pruning and drops are what throttling costs the receiver; they do
-      // not open an episode (a socket's own SO_RCVBUF overrun prunes too).
-      e.prunes.collapses += d.prunes.collapses;
-      e.prunes.ofo_prunes += d.prunes.ofo_prunes;
-      e.prunes.ofo_pruned_segs += d.prunes.ofo_pruned_segs;
-      e.prunes.rcv_mem_drops += d.prunes.rcv_mem_drops;
-      e.own_scanned += d.scanned;
-      e.own_reclaimed += d.reclaimed;
-      for (const Reclaim& rc : reclaiming) {
-        if (*rc.path == c.path) continue;
-        ReclaimerPages& rp = pc.open->reclaimed_by[*rc.path];
-        if (rp.cgroup.empty()) rp.cgroup = *rc.path;
-        rp.reclaimed += rc.reclaimed;
-        rp.scanned += rc.scanned;
-      }
-      TrimReclaimers(pc.open->reclaimed_by, std::max(options_.top_reclaimers, kMaxReclaimersTracked / 2));
-    }
+void EpisodeTracker::Follow(const CgroupView& c, PerCgroup& pc, const Deltas& d,
+                            const std::vector<Reclaim>& reclaiming, const SampleFacts& facts) {
+  const uint64_t clamped_now = c.best.census ? c.best.census->clamped : 0;
+  const bool pressure = c.best.pressure_asserted || d.events > 0 || d.seconds > 0;
+  const bool throttled = pressure || d.clamps > 0 || clamped_now > 0 || d.throttled > 0;
+  if (throttled) {
+    if (!pc.open) Open(c, pc, d, pressure, clamped_now, facts);
+    Episode& e = pc.open->e;
+    e.last_throttled_ms = facts.now_ms;
+    ++e.samples;
+    // Pressure seconds are exact with eBPF tiers and estimated (capped at
+    // the interval) from memory.stat; clamp-only samples count whole.
+    e.throttled_seconds += d.seconds > 0 ? d.seconds : facts.interval;
+    e.pressure_events += d.events;
+    e.saw_pressure = e.saw_pressure || pressure;
+    e.clamps += d.clamps;
+    e.sock_throttled += d.throttled;
+    e.peak_clamped_sockets = std::max(e.peak_clamped_sockets, clamped_now);
+    if (c.best.census) e.peak_sockets = std::max(e.peak_sockets, c.best.census->sockets);
+  } else if (pc.open && facts.now_ms - pc.open->e.last_throttled_ms >= facts.quiet_ms) {
+    Close(pc);
   }
-  cgroups_ = std::move(next);
+  if (pc.open) Accumulate(c, *pc.open, d, pressure, reclaiming, facts);
+}
+
+void EpisodeTracker::Open(const CgroupView& c, PerCgroup& pc, const Deltas& d, bool pressure,
+                          uint64_t clamped_now, const SampleFacts& facts) {
+  auto r = std::make_shared<Record>();
+  Episode& e = r->e;
+  e.id = next_id_++;
+  e.cgroup = c.path;
+  e.cgroup_id = c.id;
+  e.identity = c.identity;
+  // The throttling happened somewhere in the interval that ended now;
+  // starting the episode at the interval's beginning makes a one-sample
+  // episode last one interval, not zero.
+  e.start_ms = facts.now_ms - static_cast<int64_t>(std::llround(facts.interval * 1000));
+  e.trigger = pressure ? "socket_pressure"
+              : d.clamps > 0 ? "window_clamps"
+              : clamped_now > 0 ? "clamped_sockets"
+                                : "sock_throttled";
+  e.preconditions = facts.pre;
+  pc.open = r;
+  ++pc.episodes_total;
+  ++started_total_;
+  history_.push_back(r);
+  Trim();
+}
+
+void EpisodeTracker::Accumulate(const CgroupView& c, Record& r, const Deltas& d, bool pressure,
+                                const std::vector<Reclaim>& reclaiming, const SampleFacts& facts) {
+  Episode& e = r.e;
+  AppendTimeline(e.timeline,
+                 {facts.now_ms, facts.interval, d.seconds > 0 ? d.seconds : (pressure ? facts.interval : 0), d.clamps});
+  if (c.best.ratio && (!e.peak_ratio || *c.best.ratio > *e.peak_ratio)) {
+    // Only windows that completed while the episode was open count.
+    if (d.scanned > 0) e.peak_ratio = c.best.ratio;
+  }
+  // Pruning and drops are what throttling costs the receiver; they do not
+  // open an episode (a socket's own SO_RCVBUF overrun prunes too).
+  e.prunes.collapses += d.prunes.collapses;
+  e.prunes.ofo_prunes += d.prunes.ofo_prunes;
+  e.prunes.ofo_pruned_segs += d.prunes.ofo_pruned_segs;
+  e.prunes.rcv_mem_drops += d.prunes.rcv_mem_drops;
+  e.own_scanned += d.scanned;
+  e.own_reclaimed += d.reclaimed;
+  for (const Reclaim& rc : reclaiming) {
+    if (*rc.path == c.path) continue;
+    ReclaimerPages& rp = r.reclaimed_by[*rc.path];
+    if (rp.cgroup.empty()) rp.cgroup = *rc.path;
+    rp.reclaimed += rc.reclaimed;
+    rp.scanned += rc.scanned;
+  }
+  TrimReclaimers(r.reclaimed_by, std::max(options_.top_reclaimers, kMaxReclaimersTracked / 2));
 }
 
 void EpisodeTracker::Close(PerCgroup& pc) {

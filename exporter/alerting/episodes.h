@@ -94,7 +94,8 @@ struct Episode {
 
 // Thread-safe: Observe() runs on the sampler thread (as a Sampler listener);
 // the readers run on HTTP threads. Observe() is O(cgroups) and never blocks
-// on I/O, as sampler listeners must not.
+// on I/O, as sampler listeners must not; a cgroup seen before costs one
+// lookup, and only the cgroups of open episodes do more.
 class EpisodeTracker {
  public:
   explicit EpisodeTracker(EpisodeOptions options);
@@ -133,7 +134,37 @@ class EpisodeTracker {
     double closed_seconds_total = 0;
     std::shared_ptr<Record> open;
     LabelPairs identity;
+    uint64_t seen = 0;  // the Observe() that last saw it
   };
+  // What every cgroup of one Observe() shares.
+  struct SampleFacts {
+    int64_t now_ms;
+    double interval;
+    int64_t quiet_ms;
+    EpisodePreconditions pre;
+  };
+  // One cgroup's reclaim in this sample, for the episodes open elsewhere.
+  struct Reclaim {
+    const std::string* path;
+    uint64_t scanned, reclaimed;
+  };
+  // One cgroup's counters since the last sample.
+  struct Deltas {
+    uint64_t events = 0, clamps = 0, throttled = 0, scanned = 0, reclaimed = 0;
+    double seconds = 0;
+    PruneCounters prunes;
+  };
+  // The steps of Observe(), in order (all under mu_).
+  std::vector<PerCgroup*> MatchCgroups(const Snapshot& s);
+  std::vector<Deltas> TakeDeltas(const Snapshot& s, const std::vector<PerCgroup*>& states,
+                                 std::vector<Reclaim>* reclaiming);
+  static void KeepBiggestReclaimers(std::vector<Reclaim>& reclaiming);
+  void Follow(const CgroupView& c, PerCgroup& pc, const Deltas& d, const std::vector<Reclaim>& reclaiming,
+              const SampleFacts& facts);
+  void Open(const CgroupView& c, PerCgroup& pc, const Deltas& d, bool pressure, uint64_t clamped_now,
+            const SampleFacts& facts);
+  void Accumulate(const CgroupView& c, Record& r, const Deltas& d, bool pressure,
+                  const std::vector<Reclaim>& reclaiming, const SampleFacts& facts);
   Episode CopyOut(const Record& r) const;
   void Close(PerCgroup& pc);
   void Trim();
@@ -144,6 +175,7 @@ class EpisodeTracker {
   std::deque<std::shared_ptr<Record>> history_;  // oldest first
   std::vector<std::shared_ptr<Record>> just_closed_;
   uint64_t next_id_ = 1;
+  uint64_t observed_ = 0;  // Observe() calls, the stamp of PerCgroup::seen
   uint64_t started_total_ = 0;
   int64_t last_ms_ = 0;
 };

@@ -216,106 +216,128 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
   auto snap = std::make_shared<Snapshot>();
   double interval = sequence_ == 0 ? 0.0 : std::max(0.0, sample.monotonic_seconds - last_monotonic_);
   last_monotonic_ = sample.monotonic_seconds;
+  NodeFacts(sample, *snap);
+  const uint64_t stamp = sequence_ + 1;
+  std::vector<CgroupState*> states = Match(sample, stamp);
+  // Pointers into states_ stay valid: an unordered_map's rehash moves no element.
+  ApplyMemoryStat(sample, states, interval, snap->socket_accounting_enabled);
+  ApplyTiers(sample, states, snap->socket_accounting_enabled);
+  for (CgroupState* st : states) st->rebaseline = false;
+  for (int s = 0; s < kSignalCount; ++s) snap->signal_tier[s] = BestLive(sample, static_cast<Signal>(s));
+  snap->cgroups.reserve(sample.cgroups.size());
+  for (size_t i = 0; i < sample.cgroups.size(); ++i) {
+    snap->cgroups.push_back(ViewOf(sample.cgroups[i], *states[i], *snap));
+  }
+  Fold(sample, states, *snap);
+  ForgetUnseen(sample, stamp);
+  last_complete_ = sample.cgroups_complete;
+  // Pointers into states_ (an unordered_map moves no element on rehash);
+  // everything not in `states` was extracted by ForgetUnseen.
+  last_states_ = std::move(states);
+  Stamp(sample, std::move(collectors), interval, sample_cpu_seconds, *snap);
+  return snap;
+}
 
-  snap->node = sample.node;
-  snap->swap_enabled = sample.node.swaps && sample.node.swaps->devices > 0;
-  snap->socket_accounting_enabled = !sample.node.nosocket.value_or(false);
+void StateTracker::NodeFacts(const Sample& sample, Snapshot& snap) const {
+  snap.node = sample.node;
+  snap.swap_enabled = sample.node.swaps && sample.node.swaps->devices > 0;
+  snap.socket_accounting_enabled = !sample.node.nosocket.value_or(false);
   if (sample.node.tcp_mem_pages && sample.node.tcp_mem_limits && sample.node.tcp_mem_limits->size() == 3) {
     // tcp_mem[1] is the pressure threshold (net/ipv4/tcp.c, sk_enter_memory_pressure).
-    snap->tcp_memory_pressure = *sample.node.tcp_mem_pages > (*sample.node.tcp_mem_limits)[1];
+    snap.tcp_memory_pressure = *sample.node.tcp_mem_pages > (*sample.node.tcp_mem_limits)[1];
   }
+}
 
+std::vector<StateTracker::CgroupState*> StateTracker::Match(const Sample& sample, uint64_t stamp) {
   // Match states to this sample's cgroups; a path whose id changed is a new
   // cgroup with the old name, so its state starts over.
   // In place: a cgroup seen last time keeps its entry (no copy of 10,000
   // paths and states per sample); what is not stamped with this sample's
   // number afterwards was not seen.
-  const uint64_t stamp = sequence_ + 1;
-  std::vector<CgroupState*> states;
   if (sample.cgroups_same_as_last && last_states_.size() == sample.cgroups.size()) {
     // The collector vouches for the same cgroups in the same order: the
     // last matching stands (no lookup of 10,000 paths when nothing came or went).
-    states = std::move(last_states_);
+    std::vector<CgroupState*> states = std::move(last_states_);
     for (CgroupState* st : states) st->seen = stamp;
-  } else {
-    states = MatchStates(sample, stamp);
+    return states;
   }
-  // Pointers into states_ stay valid: an unordered_map's rehash moves no element.
-  ApplyMemoryStat(sample, states, interval, snap->socket_accounting_enabled);
-  ApplyTiers(sample, states, snap->socket_accounting_enabled);
-  for (CgroupState* st : states) st->rebaseline = false;
+  return MatchStates(sample, stamp);
+}
 
-  for (int s = 0; s < kSignalCount; ++s) snap->signal_tier[s] = BestLive(sample, static_cast<Signal>(s));
-
-  snap->cgroups.reserve(sample.cgroups.size());
-  for (size_t i = 0; i < sample.cgroups.size(); ++i) {
-    CgroupReading& c = sample.cgroups[i];
-    CgroupState& st = *states[i];
-    CgroupView v;
-    if (identity_ != nullptr) v.identity = identity_->Resolve(c.path);
-    // The walk's own string (shared_path.h); moved, as nothing below reads
-    // the sample's paths.
-    v.path = std::move(c.path);
-    v.id = c.id;
-    v.parent = c.parent;
-    v.v1 = c.v1;
-    for (int s = 0; s < kSignalCount; ++s) {
-      Tier t = snap->signal_tier[s];
-      v.tier[s] = st.values.count(t) ? t : Tier::kNone;
-    }
-    auto from = [&](Signal s) -> const TierValues* {
-      auto it = st.values.find(v.tier[static_cast<int>(s)]);
-      return it == st.values.end() ? nullptr : &it->second;
-    };
-    if (const TierValues* r = from(Signal::kReclaim)) {
-      v.best.scanned_total = r->scanned_total;
-      v.best.reclaimed_total = r->reclaimed_total;
-      std::copy(std::begin(r->windows_total), std::end(r->windows_total), v.best.windows_total);
-      v.best.ratio = r->ratio;
-    }
-    if (const TierValues* p = from(Signal::kSocketPressure)) {
-      v.best.pressure_events_total = p->pressure_events_total;
-      v.best.pressure_seconds_total = p->pressure_seconds_total;
-      v.best.pressure_asserted = p->pressure_asserted;
-    }
-    if (const TierValues* k = from(Signal::kWindowClamps)) v.best.clamps_total = k->clamps_total;
-    if (const TierValues* k = from(Signal::kClampedSockets)) v.best.census = k->census;
-    // Drops and prunes come from different programs (and tiers): each half
-    // from its own signal's best tier.
-    if (const TierValues* k = from(Signal::kRcvMemDrops)) {
-      v.best.prunes_total.rcv_mem_drops = k->prunes_total.rcv_mem_drops;
-      v.best.prunes_total.ofo_pruned_segs = k->prunes_total.ofo_pruned_segs;
-    }
-    if (const TierValues* k = from(Signal::kTcpPrunes)) {
-      v.best.prunes_total.collapses = k->prunes_total.collapses;
-      v.best.prunes_total.ofo_prunes = k->prunes_total.ofo_prunes;
-    }
-    if (const TierValues* k = from(Signal::kSockThrottled)) v.best.sock_throttled_total = k->sock_throttled_total;
-    // mem_cgroup_under_socket_pressure() walks up to the root: a live
-    // deadline on any ancestor throttles this cgroup's sockets too.
-    v.pressure_active = v.best.pressure_asserted ||
-                        (c.parent >= 0 && snap->cgroups[static_cast<size_t>(c.parent)].pressure_active);
-    if (keep_all_tiers_) v.tiers = st.values;
-    v.anon_bytes = c.anon_bytes;
-    v.file_bytes = c.file_bytes;
-    v.sock_bytes = c.sock_bytes;
-    v.swap_bytes = c.swap_bytes;
-    v.limits = std::move(c.limits);
-    snap->cgroups.push_back(std::move(v));
+CgroupView StateTracker::ViewOf(CgroupReading& c, const CgroupState& st, const Snapshot& snap) const {
+  CgroupView v;
+  if (identity_ != nullptr) v.identity = identity_->Resolve(c.path);
+  // The walk's own string (shared_path.h); moved, as nothing after this
+  // reads the sample's paths.
+  v.path = std::move(c.path);
+  v.id = c.id;
+  v.parent = c.parent;
+  v.v1 = c.v1;
+  for (int s = 0; s < kSignalCount; ++s) {
+    Tier t = snap.signal_tier[s];
+    v.tier[s] = st.values.count(t) ? t : Tier::kNone;
   }
+  BestOf(st, v);
+  // mem_cgroup_under_socket_pressure() walks up to the root: a live
+  // deadline on any ancestor throttles this cgroup's sockets too.
+  v.pressure_active = v.best.pressure_asserted ||
+                      (c.parent >= 0 && snap.cgroups[static_cast<size_t>(c.parent)].pressure_active);
+  if (keep_all_tiers_) v.tiers = st.values;
+  v.anon_bytes = c.anon_bytes;
+  v.file_bytes = c.file_bytes;
+  v.sock_bytes = c.sock_bytes;
+  v.swap_bytes = c.swap_bytes;
+  v.limits = std::move(c.limits);
+  return v;
+}
+
+void StateTracker::BestOf(const CgroupState& st, CgroupView& v) {
+  auto from = [&](Signal s) -> const TierValues* {
+    auto it = st.values.find(v.tier[static_cast<int>(s)]);
+    return it == st.values.end() ? nullptr : &it->second;
+  };
+  if (const TierValues* r = from(Signal::kReclaim)) {
+    v.best.scanned_total = r->scanned_total;
+    v.best.reclaimed_total = r->reclaimed_total;
+    std::copy(std::begin(r->windows_total), std::end(r->windows_total), v.best.windows_total);
+    v.best.ratio = r->ratio;
+  }
+  if (const TierValues* p = from(Signal::kSocketPressure)) {
+    v.best.pressure_events_total = p->pressure_events_total;
+    v.best.pressure_seconds_total = p->pressure_seconds_total;
+    v.best.pressure_asserted = p->pressure_asserted;
+  }
+  if (const TierValues* k = from(Signal::kWindowClamps)) v.best.clamps_total = k->clamps_total;
+  if (const TierValues* k = from(Signal::kClampedSockets)) v.best.census = k->census;
+  // Drops and prunes come from different programs (and tiers): each half
+  // from its own signal's best tier.
+  if (const TierValues* k = from(Signal::kRcvMemDrops)) {
+    v.best.prunes_total.rcv_mem_drops = k->prunes_total.rcv_mem_drops;
+    v.best.prunes_total.ofo_pruned_segs = k->prunes_total.ofo_pruned_segs;
+  }
+  if (const TierValues* k = from(Signal::kTcpPrunes)) {
+    v.best.prunes_total.collapses = k->prunes_total.collapses;
+    v.best.prunes_total.ofo_prunes = k->prunes_total.ofo_prunes;
+  }
+  if (const TierValues* k = from(Signal::kSockThrottled)) v.best.sock_throttled_total = k->sock_throttled_total;
+}
+
+void StateTracker::Fold(const Sample& sample, const std::vector<CgroupState*>& states, Snapshot& snap) {
   // Once a cgroup was folded, its ancestors carry folded counts for good.
   folding_ = folding_ || !std::all_of(sample.cgroups.begin(), sample.cgroups.end(),
                                       [](const CgroupReading& c) { return c.exported; });
-  if (folding_) {
-    std::vector<FoldMemory*> memory;
-    memory.reserve(states.size());
-    for (CgroupState* st : states) memory.push_back(&st->fold);
-    snap->cgroups = FoldUnexported(sample, memory, std::move(snap->cgroups));
-  }
+  if (!folding_) return;
+  std::vector<FoldMemory*> memory;
+  memory.reserve(states.size());
+  for (CgroupState* st : states) memory.push_back(&st->fold);
+  snap.cgroups = FoldUnexported(sample, memory, std::move(snap.cgroups));
+}
+
+void StateTracker::ForgetUnseen(const Sample& sample, uint64_t stamp) {
   // What is not stamped was not seen this time: gone after a complete walk,
   // possibly only unseen after an incomplete one.
+  std::unordered_map<std::string, CgroupState> vanished;
   if (states_.size() > sample.cgroups.size()) {
-    std::unordered_map<std::string, CgroupState> vanished;
     for (auto it = states_.begin(); it != states_.end();) {
       if (it->second.seen == stamp) {
         ++it;
@@ -324,34 +346,29 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
       auto node = states_.extract(it++);
       vanished.insert(std::move(node));
     }
-    KeepUnseen(vanished, sample);
     // An unordered_map never shrinks its bucket array by itself.
     if (states_.bucket_count() > 2 * states_.size() + 1024) states_.rehash(0);
-  } else {
-    std::unordered_map<std::string, CgroupState> none;
-    KeepUnseen(none, sample);
   }
-  last_complete_ = sample.cgroups_complete;
-  // Pointers into states_ (an unordered_map moves no element on rehash);
-  // everything not in `states` was extracted above.
-  last_states_ = std::move(states);
+  KeepUnseen(vanished, sample);
+}
 
+void StateTracker::Stamp(Sample& sample, std::vector<CollectorResult> collectors, double interval,
+                         double sample_cpu_seconds, Snapshot& snap) {
   if (sample.cgroups_skipped > 0) ++overflow_total_;
   for (const auto& [reason, n] : sample.cgroups_left_out) skipped_total_[reason] += n;
-  snap->cgroups_skipped_total = skipped_total_;
-  snap->sequence = ++sequence_;
-  snap->unix_millis = sample.unix_millis;
-  snap->interval_seconds = interval;
-  snap->cgroup_mode = sample.cgroup_mode;
-  snap->collectors = std::move(collectors);
-  snap->probes = std::move(sample.probes);
-  snap->program_stats = std::move(sample.program_stats);
-  snap->events_lost = sample.events_lost;
-  snap->cgroups_untracked = sample.cgroups_skipped;
-  snap->cgroups_overflow_total = overflow_total_;
-  snap->samples_total = sequence_;
-  snap->sample_cpu_seconds = sample_cpu_seconds;
-  return snap;
+  snap.cgroups_skipped_total = skipped_total_;
+  snap.sequence = ++sequence_;
+  snap.unix_millis = sample.unix_millis;
+  snap.interval_seconds = interval;
+  snap.cgroup_mode = sample.cgroup_mode;
+  snap.collectors = std::move(collectors);
+  snap.probes = std::move(sample.probes);
+  snap.program_stats = std::move(sample.program_stats);
+  snap.events_lost = sample.events_lost;
+  snap.cgroups_untracked = sample.cgroups_skipped;
+  snap.cgroups_overflow_total = overflow_total_;
+  snap.samples_total = sequence_;
+  snap.sample_cpu_seconds = sample_cpu_seconds;
 }
 
 void StateTracker::KeepUnseen(std::unordered_map<std::string, CgroupState>& vanished, const Sample& sample) {

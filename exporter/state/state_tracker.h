@@ -66,6 +66,15 @@ class StateTracker {
   void ApplyMemoryStat(const Sample& sample, const std::vector<CgroupState*>& states, double interval,
                        bool can_throttle_v2);
   void ApplyTiers(const Sample& sample, const std::vector<CgroupState*>& states, bool socket_accounting);
+  // The other steps of Update(), in order.
+  void NodeFacts(const Sample& sample, Snapshot& snap) const;
+  std::vector<CgroupState*> Match(const Sample& sample, uint64_t stamp);
+  CgroupView ViewOf(CgroupReading& c, const CgroupState& st, const Snapshot& snap) const;
+  static void BestOf(const CgroupState& st, CgroupView& v);  // each signal from its best tier
+  void Fold(const Sample& sample, const std::vector<CgroupState*>& states, Snapshot& snap);
+  void ForgetUnseen(const Sample& sample, uint64_t stamp);
+  void Stamp(Sample& sample, std::vector<CollectorResult> collectors, double interval, double sample_cpu_seconds,
+             Snapshot& snap);
 
   IdentityResolver* identity_;
   bool keep_all_tiers_;
