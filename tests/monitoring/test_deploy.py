@@ -47,7 +47,7 @@ def render_with(component):
 
 def check_components(sa_name):
     comps = sorted(os.listdir(os.path.join(ROOT, "deploy", "components")))
-    want = {"kube-prometheus-stack", "plain-prometheus", "namespace", "tls", "kubelet-nodes-proxy"}
+    want = {"kube-prometheus", "kube-prometheus-stack", "plain-prometheus", "namespace", "tls", "kubelet-nodes-proxy"}
     check(want <= set(comps), f"components {sorted(want)} exist ({comps})")
     for comp in comps:
         p = render_with(comp)
@@ -64,7 +64,22 @@ def check_components(sa_name):
               + ("" if v.returncode == 0 else "\n" + v.stdout[-1500:]))
         ds = kinds["DaemonSet"][0]
         c = ds["spec"]["template"]["spec"]["containers"][0]
-        if comp == "kube-prometheus-stack":
+        if comp == "kube-prometheus":
+            # kube-prometheus' Prometheus (monitoring/prometheus-k8s) may list the agent's endpoints in its
+            # namespace: the operator-generated scrape config discovers them there.
+            ns = ds["metadata"]["namespace"]
+            roles = [r for r in kinds.get("Role", []) if r["metadata"]["namespace"] == ns]
+            grants = {(g, res, v) for r in roles for rule in r["rules"] for g in rule["apiGroups"]
+                      for res in rule["resources"] for v in rule["verbs"]}
+            bound = [b for b in kinds.get("RoleBinding", []) if b["metadata"]["namespace"] == ns
+                     and b["roleRef"]["kind"] == "Role" and b["roleRef"]["name"] in {r["metadata"]["name"] for r in roles}
+                     and {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"} in b["subjects"]]
+            need = {("", res, v) for res in ("services", "endpoints", "pods") for v in ("get", "list", "watch")}
+            check(need <= grants and bound and not any(v in ("create", "update", "patch", "delete", "*")
+                                                        for _, _, v in grants),
+                  f"{comp}: monitoring/prometheus-k8s may get/list/watch services, endpoints and pods in {ns}, "
+                  f"read-only")
+        elif comp == "kube-prometheus-stack":
             check(all(x["metadata"]["labels"].get("release") for k in ("ServiceMonitor", "PrometheusRule")
                       for x in kinds.get(k, [])) and kinds.get("ServiceMonitor") and kinds.get("PrometheusRule"),
                   f"{comp}: ServiceMonitor and PrometheusRule carry the chart's release label")
