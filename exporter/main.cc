@@ -155,8 +155,9 @@ sigset_t BlockStopSignals() {
 }
 
 // Everything the agent runs, in the order it is built. Members are destroyed
-// in reverse, so each outlives what holds a pointer to it (the sampler holds
-// the identity resolver; the server, the sampler, episodes and pusher).
+// in reverse, so each outlives what holds a pointer to it: the sampler holds
+// the identity resolver, and the server holds the sampler, the metrics
+// endpoint, the episodes and the pusher.
 struct Agent {
   std::unique_ptr<KubeIdentityResolver> identity;
   std::unique_ptr<Sampler> sampler;

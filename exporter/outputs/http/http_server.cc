@@ -9,6 +9,7 @@
 #include "exporter/outputs/http/query.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "exporter/common/logging.h"
 
 namespace sockpressure {
@@ -126,8 +127,10 @@ absl::Status HttpServer::Start() {
         telemetry_->CountRequest(handler, status);
       });
   front_->Start(std::move(socket));
+  std::vector<std::string> probes;
+  for (const auto& [path, check] : probes_) probes.push_back(path);
   SP_LOG_INFO("listening on ", options_.listen_address, " port ", port_, options_.web.tls() ? " (TLS)" : "",
-              auth_.enabled() ? " with basic auth (not on the probes: /healthz, /readyz)" : "");
+              auth_.enabled() ? absl::StrCat(" with basic auth (not on ", absl::StrJoin(probes, ", "), ")") : "");
   return absl::OkStatus();
 }
 
