@@ -306,6 +306,10 @@ int Run(int argc, char** argv) {
       return 1;
     }
   }
+  // The context files (sizes, limits, PSI) of every cgroup are read on the
+  // full pass only when their series are exported (or for doctor's report);
+  // otherwise only a cgroup whose reclaim moved has them read.
+  ctx->cgroup_context = opt.http.context || opt.doctor;
   const sigset_t stop_signals = BlockStopSignals();
   Agent agent;
   absl::Status built = BuildSampler(opt, *ctx, agent);

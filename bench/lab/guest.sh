@@ -115,7 +115,12 @@ for pct in $PHASES; do
     echo -1 >/proc/sys/kernel/perf_event_paranoid
     /usr/bin/perf record -g -p $PID -o /tmp/perf.data -- sleep "$WINDOW" >/tmp/perf.log 2>&1 ||
       { sed 's/^/PERF /' /tmp/perf.log; }
-    /usr/bin/perf report --stdio --no-children -i /tmp/perf.data 2>&1 | grep -v '^$' | head -120 | sed 's/^/PERF /'
+    # Flat first (where the cycles are), then each hot symbol's callers (why); the callers need
+    # frame pointers in the agent (a -fno-omit-frame-pointer build passed with --agent).
+    /usr/bin/perf report --stdio --no-children -g none --sort dso,sym --percent-limit 0.3 -i /tmp/perf.data 2>&1 |
+      grep -v '^$' | head -80 | sed 's/^/PERF /'
+    /usr/bin/perf report --stdio --children -g caller,0.5,callee,function,percent --percent-limit 2 \
+      -i /tmp/perf.data 2>&1 | grep -v '^$' | head -400 | sed 's/^/PERF /'
     log perf done
   fi
 done

@@ -189,8 +189,14 @@ bool CgroupfsSource::ReadCgroup(CgroupNode& n, int rootfd, bool slow_pass) {
   // and kernels without pgscan are read whole every time).
   bool moved = !n.have_reading || c.v1 || !c.pgscan || !c.pgsteal || c.pgscan != n.last.pgscan ||
                c.pgsteal != n.last.pgsteal;
-  if (slow_pass) {
-    if (options_.read_context) ReadSlowFiles(dirfd, c, buf_, malformed_);
+  // The context files: on every full pass when their series are exported;
+  // else only for a cgroup whose reclaim moved since its first reading, once
+  // per full pass (the pages and the alerts API show its limits), so that
+  // neither a still node nor the first sample reads any of them.
+  const bool context =
+      options_.read_context ? slow_pass : moved && n.have_reading && (slow_pass || !n.last.limits);
+  if (context) {
+    ReadSlowFiles(dirfd, c, buf_, malformed_);
   } else {
     c.limits = n.last.limits;
   }

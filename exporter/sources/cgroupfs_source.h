@@ -35,7 +35,9 @@ struct CgroupfsOptions {
   // directory tree (fixtures) may swap a file by rename(2).
   enum class KeepFiles { kAuto, kAlways, kNever };
   KeepFiles keep_files = KeepFiles::kAuto;
-  // Read the slow files at all (the context series need them).
+  // Read every cgroup's slow files on the full pass (the context series
+  // need them). Off: only a cgroup whose reclaim moved has them read, once
+  // per full pass.
   bool read_context = true;
   // --cgroup.include/exclude/level: whether a cgroup path is exported; empty
   // exports every cgroup. Called once per cgroup when it is first seen.

@@ -63,8 +63,9 @@ BpfProbes DefaultBpfProbes();
 struct SourceContext {
   Paths paths;
   size_t max_cgroups = 5000;
-  // Read the cgroups' slow files (limits, sizes, events, PSI): the context
-  // series need them, the core signal does not.
+  // Read every cgroup's slow files (limits, sizes, events, PSI) on the full
+  // pass: the context series need them, the core signal does not (then only
+  // cgroups whose reclaim moved have them read).
   bool cgroup_context = true;
   // --cgroup.include/exclude/level: whether a cgroup path is exported (see
   // CgroupReading::exported); empty exports all.

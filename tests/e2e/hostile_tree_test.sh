@@ -15,7 +15,9 @@ BAD=$'bad\xff\xfe'
 mkdir "$CG/workload.slice/$BAD"
 cp "$CG/system.slice/memory.stat" "$CG/workload.slice/$BAD/memory.stat"
 port="$(free_port)"
-start_agent "$port" --sample.interval=100ms --cgroup.full-pass-interval=100ms --path.procfs="$WORK/v2/proc" --path.cgroupfs="$CG"
+# --collector.context: the full pass then reads every cgroup's files, so every hostile file
+# below is read each 100 ms (the core profile reads only cgroups whose reclaim moved).
+start_agent "$port" --collector.context --sample.interval=100ms --cgroup.full-pass-interval=100ms --path.procfs="$WORK/v2/proc" --path.cgroupfs="$CG"
 sleep 0.3
 scrape >"$WORK/m.txt"
 promtool check metrics <"$WORK/m.txt" >"$WORK/lint" 2>&1 || { cat "$WORK/lint"; fail "promtool rejected a tree with $BAD"; }

@@ -275,6 +275,37 @@ TEST(CgroupfsRemainderTest, CoreFullPassListsWithoutReadingStillCgroups) {
   }
 }
 
+// Without the context series, the context files (limits, sizes, PSI) are
+// read only for a cgroup whose reclaim moved, once per full pass: the pages
+// and the alerts API show a throttled cgroup's limit, and a still node, or
+// the first sample, reads none of them.
+TEST(CgroupfsRemainderTest, CoreProfileReadsLimitsOnlyWhereReclaimMoved) {
+  Tree t;
+  WriteFile(t.root / "p" / "c1" / "memory.max", "8388608\n");
+  WriteFile(t.root / "q" / "memory.max", "4194304\n");
+  Paths paths;
+  paths.cgroupfs = t.root.string();
+  CgroupfsOptions o(5000, /*full pass every*/ 2);
+  o.keep_files = CgroupfsOptions::KeepFiles::kAlways;
+  o.read_context = false;
+  std::unique_ptr<Source> src = NewCgroupfsSource(paths, std::move(o));
+  Sample s = Take(*src);  // the first sample, a full pass
+  EXPECT_EQ(FindCgroup(s, "/p/c1")->limits, nullptr) << "not on the first reading";
+  t.Reclaim("p/c1", 100, 20);
+  s = Take(*src);
+  EXPECT_EQ(LimitsOf(FindCgroup(s, "/p/c1")->limits).memory_max, 8388608u) << "moved: read";
+  const CgroupLimits* first = FindCgroup(s, "/p/c1")->limits.get();
+  t.Reclaim("p/c1", 100, 20);
+  s = Take(*src);  // the full pass: read again
+  EXPECT_NE(FindCgroup(s, "/p/c1")->limits.get(), first) << "once per full pass";
+  const CgroupLimits* second = FindCgroup(s, "/p/c1")->limits.get();
+  t.Reclaim("p/c1", 100, 20);
+  s = Take(*src);
+  EXPECT_EQ(FindCgroup(s, "/p/c1")->limits.get(), second) << "not between full passes";
+  s = Take(*src);  // a full pass of a still /q
+  EXPECT_EQ(FindCgroup(s, "/q")->limits, nullptr) << "a still cgroup: never read";
+}
+
 // The collector vouches for an unchanged list of cgroups (the state layer
 // then reuses its matching) only when nothing came, went or failed.
 TEST(CgroupfsRemainderTest, SameCgroupsAsLastOnlyWhenTheTreeKeptItsShape) {
