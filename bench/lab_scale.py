@@ -34,9 +34,10 @@ def log(msg):
     print(f"[lab-scale {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def build_guest(agent, kernel):
-    """The lab's kernel and initramfs with this agent (cached by build-guest)."""
-    env = dict(os.environ, LAB_DATA_MIB=os.environ.get("LAB_DATA_MIB", "16"))
+def build_guest(agent, kernel, symbols=False):
+    """The lab's kernel and initramfs with this agent (cached by build-guest); with symbols, the
+    agent is not stripped, so that a profile names its functions."""
+    env = dict(os.environ, LAB_DATA_MIB=os.environ.get("LAB_DATA_MIB", "16"), LAB_KEEP_SYMBOLS="1" if symbols else "0")
     p = subprocess.run([os.path.join(ROOT, "tests", "lab", "build-guest"), "--agent", agent, "--kernel", kernel],
                        env=env, stdout=subprocess.PIPE, text=True)
     if p.returncode != 0:
@@ -178,7 +179,7 @@ def main():
     os.makedirs(args.results, exist_ok=True)
     cache = os.path.join(ROOT, "tests", "lab", ".cache")
     os.makedirs(cache, exist_ok=True)
-    guest = build_guest(os.path.abspath(args.agent), args.kernel)
+    guest = build_guest(os.path.abspath(args.agent), args.kernel, symbols=args.perf)
     initrd = bench_initrd(guest, cache, args.perf)
     table = []
     for n in [int(x) for x in args.sizes.split(",") if x]:

@@ -32,7 +32,7 @@ enum sp_stat {
 	SP_STAT_LOST = 4,       /* map updates that failed (map full) */
 	SP_STAT_SKIPPED = 5,    /* vmpressure: tree=true, root or no memcg */
 	SP_STAT_NO_SOCK = 6,    /* prunes: a memory drop with no socket to attribute it to */
-	SP_STAT_COUNTED = 7,    /* prunes: events counted into a cgroup */
+	SP_STAT_COUNTED = 7,    /* prunes, vmpressure: events counted into a cgroup (after the map write) */
 	SP_STAT_NR = 8,
 };
 

@@ -142,6 +142,8 @@ static __always_inline int on_exit(void)
 		v->last_remaining_jiffies = (s64)(deadline - now) > 0 ? deadline - now : 0;
 		stat_inc(SP_STAT_PRESSURED);
 	}
+	/* After the writes: the loader re-reads the map only when this moved. */
+	stat_inc(SP_STAT_COUNTED);
 out:
 	bpf_map_delete_elem(&entries, &tid);
 	return 0;

@@ -72,7 +72,10 @@ class BpfSourceImpl final : public BpfSource {
     if (clamps_) lost += clamps_->Collect(sample, stats);
     if (drops_) lost += drops_->Collect(sample, stats);
     if (prune_fns_) lost += prune_fns_->Collect(sample, stats);
-    if (iter_) iter_->Collect(sample, stats);
+    // The iterator visits every memcg, so its cost grows with the node, not
+    // with the signal; with a vmpressure probe attached it is a lower tier
+    // of the same signal and runs only when every tier is asked for.
+    if (iter_ && (!vmp_ || opt_.all_tiers)) iter_->Collect(sample, stats);
     if (vmp_) lost += vmp_->Collect(sample, hz_, stats);
     sample.events_lost += lost;
     return absl::OkStatus();

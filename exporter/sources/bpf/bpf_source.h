@@ -32,6 +32,9 @@ struct BpfOptions {
   bool pressure = true;    // iter/cgroup pressure state
   bool vmpressure = true;  // vmpressure verdicts
   bool prunes = true;      // pruning and memory drops (bpf/prunes.bpf.c)
+  // --signal.all-tiers: run the cgroup iterator every sample even while a
+  // vmpressure probe serves the socket-pressure signal.
+  bool all_tiers = false;
   // Attach types to try, best first. Tests narrow these.
   std::vector<std::string> clamp_attach = {"fexit", "kprobe", "tp_btf", "raw_tp"};
   std::vector<std::string> vmpressure_attach = {"fentry", "kprobe"};

@@ -86,7 +86,8 @@ uint64_t VmpressureLoader::Collect(Sample& sample, int hz_in, bool program_stats
   auto& pressure = sample.pressure[tier_];
   const uint64_t now_ns = MonotonicNs();
   const double hz = hz_in ? hz_in : 250;
-  ReadHashMap<sp_reclaim_val>(bpf_map__fd(skel_->maps.reclaim), [&](uint64_t id, const sp_reclaim_val& v) {
+  std::vector<uint64_t> stats = Stats();
+  reclaim_.Read(bpf_map__fd(skel_->maps.reclaim), stats[SP_STAT_COUNTED], [&](uint64_t id, const sp_reclaim_val& v) {
     ReclaimCounters& r = reclaim[id];
     r.scanned = v.scanned;
     r.reclaimed = v.reclaimed;
@@ -103,7 +104,7 @@ uint64_t VmpressureLoader::Collect(Sample& sample, int hz_in, bool program_stats
   });
   sample.MarkLive(Signal::kReclaim, tier_);
   sample.MarkLive(Signal::kSocketPressure, tier_);
-  return Finish(sample, program_stats);
+  return Finish(sample, program_stats, stats);
 }
 
 }  // namespace sockpressure

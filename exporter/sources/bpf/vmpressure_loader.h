@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exporter/sources/bpf/bpf_loader.h"
+#include "sockpressure_bpf.h"
 
 struct sp_vmpressure;
 
@@ -25,6 +26,9 @@ class VmpressureLoader : public ProgramLoader<sp_vmpressure> {
 
  private:
   VmpressureLoader();
+  // Bumps SP_STAT_COUNTED after each write: an idle node's map is not
+  // walked (16,384 buckets) every sample.
+  GuardedHashMap<sp_reclaim_val> reclaim_;
 };
 
 }  // namespace sockpressure
