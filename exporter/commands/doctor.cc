@@ -37,6 +37,7 @@ ByPath CgroupsByPath(const Snapshot& s) {
 
 struct Finding {
   const CgroupView* c;
+  size_t index = 0;  // in the snapshot's cgroups
   uint64_t clamps_delta = 0, throttled_delta = 0;
   double pressure_seconds_delta = 0;
   bool own = false;
@@ -93,6 +94,7 @@ std::vector<Finding> FindThrottled(const ByPath& prev, const Snapshot& s) {
     const CgroupView* p = it != prev.end() && it->second->id == c.id ? it->second : nullptr;
     Finding f;
     f.c = &c;
+    f.index = i;
     f.own = c.best.pressure_asserted;
     if (p) {
       f.clamps_delta = c.best.clamps_total - std::min(c.best.clamps_total, p->best.clamps_total);
@@ -112,7 +114,7 @@ std::vector<Finding> FindThrottled(const ByPath& prev, const Snapshot& s) {
       if (a >= 0) ++inherited[static_cast<size_t>(a)];
     }
   }
-  for (Finding& f : findings) f.inherited_below = inherited[static_cast<size_t>(f.c - s.cgroups.data())];
+  for (Finding& f : findings) f.inherited_below = inherited[f.index];
   return findings;
 }
 

@@ -119,7 +119,14 @@ void KubeIdentityResolver::Adopt(const Published& list, Clock::time_point now) {
     pod.listed = true;
   }
   ++pods_version_;
+  pending_ = false;  // every path is computed again against this list
   Sweep(now);
+}
+
+uint64_t KubeIdentityResolver::Version() {
+  if (pending_) RequestRefresh();
+  std::lock_guard<std::mutex> lk(mu_);
+  return published_.generation;
 }
 
 void KubeIdentityResolver::Sweep(Clock::time_point now) {
@@ -202,7 +209,10 @@ LabelPairs KubeIdentityResolver::Resolve(const std::string& path) {
   e.last_used = now;
   if (!e.ref) return {};
   if (e.version != pods_version_) Compute(&e, now);
-  if (e.wants_refresh) RequestRefresh();
+  if (e.wants_refresh) {
+    pending_ = true;
+    RequestRefresh();
+  }
   return e.labels;
 }
 

@@ -67,6 +67,9 @@ class KubeIdentityResolver : public IdentityResolver {
   bool WaitForFirstAttempt(absl::Duration timeout);
 
   LabelPairs Resolve(const std::string& path) override;
+  // The published list's generation; while a resolved path waits for its
+  // pod, asks for a new list (rate-limited by the fetcher) as Resolve would.
+  uint64_t Version() override;
 
   // Counters for tests and debugging (thread-safe).
   struct Stats {
@@ -118,6 +121,7 @@ class KubeIdentityResolver : public IdentityResolver {
   uint64_t adopted_generation_ = 0;
   Clock::time_point list_fetch_started_{};  // of the adopted list
   bool have_list_ = false;
+  bool pending_ = false;  // a path resolved since the last list wants a newer one
   uint64_t pods_version_ = 1;
   std::unordered_map<std::string, KnownPod> pods_;
   std::unordered_map<std::string, PathEntry> paths_;

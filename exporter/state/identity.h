@@ -15,6 +15,11 @@ class IdentityResolver {
   // Labels to add to every series of the cgroup at `path` (relative to the
   // memory hierarchy root). Empty when the cgroup belongs to no pod.
   virtual LabelPairs Resolve(const std::string& path) = 0;
+  // Changes whenever an answer of Resolve() may have changed (a new pod
+  // list). The state layer re-resolves the cgroups whose views it reuses
+  // only then (and every kIdentityRefreshSamples), so a resolver that still
+  // waits for some pod must keep asking for lists by itself.
+  virtual uint64_t Version() { return 0; }
 };
 
 }  // namespace sockpressure

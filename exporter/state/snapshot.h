@@ -6,7 +6,11 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <iterator>
+#include <memory>
 #include <map>
 #include <optional>
 #include <string>
@@ -77,6 +81,67 @@ struct CgroupView {
   std::optional<uint64_t> anon_bytes, file_bytes, sock_bytes, swap_bytes;
 };
 
+// A snapshot's cgroups, parents before children. Each view is held by
+// shared pointer, so that a snapshot shares with the previous one every view
+// that did not change: a still cgroup costs a pointer per sample, not a new
+// view (state_tracker.h). Reads look like a vector of CgroupView.
+// Thread-safe once built (the views are immutable); building is not.
+class CgroupTable {
+ public:
+  using Shared = std::shared_ptr<const CgroupView>;
+  class const_iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = CgroupView;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const CgroupView*;
+    using reference = const CgroupView&;
+    explicit const_iterator(std::vector<Shared>::const_iterator it) : it_(it) {}
+    reference operator*() const { return **it_; }
+    pointer operator->() const { return it_->get(); }
+    const_iterator& operator++() {
+      ++it_;
+      return *this;
+    }
+    bool operator==(const const_iterator& o) const { return it_ == o.it_; }
+    bool operator!=(const const_iterator& o) const { return it_ != o.it_; }
+
+   private:
+    std::vector<Shared>::const_iterator it_;
+  };
+
+  CgroupTable() = default;
+  CgroupTable(std::initializer_list<CgroupView> views) {
+    for (const CgroupView& v : views) push_back(v);
+  }
+
+  size_t size() const { return views_.size(); }
+  bool empty() const { return views_.empty(); }
+  const CgroupView& operator[](size_t i) const { return *views_[i]; }
+  const CgroupView& front() const { return *views_.front(); }
+  const CgroupView& back() const { return *views_.back(); }
+  const_iterator begin() const { return const_iterator(views_.begin()); }
+  const_iterator end() const { return const_iterator(views_.end()); }
+  // The view itself, to share it with another table.
+  const Shared& shared(size_t i) const { return views_[i]; }
+
+  void reserve(size_t n) { views_.reserve(n); }
+  // Created non-const, so that Mutable() may write it while unshared.
+  void push_back(CgroupView v) { views_.push_back(std::make_shared<CgroupView>(std::move(v))); }
+  void push_back(Shared v) { views_.push_back(std::move(v)); }
+  // For building (tests, folding): view i, copied first when another table
+  // shares it (or it was shared in const), so no other table sees the write.
+  CgroupView& Mutable(size_t i) {
+    auto own = std::make_shared<CgroupView>(*views_[i]);
+    CgroupView& v = *own;
+    views_[i] = std::move(own);
+    return v;
+  }
+
+ private:
+  std::vector<Shared> views_;
+};
+
 struct CollectorResult {
   std::string name;
   bool success = false;
@@ -98,7 +163,14 @@ struct Snapshot {
   bool socket_accounting_enabled = true;  // false with cgroup.memory=nosocket
   std::optional<bool> tcp_memory_pressure;  // global tcp_mem pressure
 
-  std::vector<CgroupView> cgroups;  // parents before children
+  CgroupTable cgroups;  // parents before children
+  // The same cgroups at the same indices as the previous snapshot: then
+  // `changed` lists, ascending, the indices whose view is not the one the
+  // previous snapshot held; every other view is the same object. Consumers
+  // that follow each cgroup from sample to sample (episodes) visit only
+  // those, and the cgroups they keep watching themselves.
+  bool same_cgroups_as_previous = false;
+  std::vector<uint32_t> changed;
   SignalTiers signal_tier = NoTiers();  // best tier live on this node
 
   std::vector<CollectorResult> collectors;

@@ -1,6 +1,8 @@
 #include "exporter/state/state_tracker.h"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 namespace sockpressure {
 namespace {
@@ -44,6 +46,49 @@ void ApplyCounterTiers(const ByTier<Counters>& sample, uint64_t id, std::map<Tie
   }
 }
 
+// The counter tiers' ways of adding one reading, shared by the whole-sample
+// and the by-entry paths.
+void AddReclaim(TierValues& v, const ReclaimCounters& prev, const ReclaimCounters& cur) {
+  uint64_t ds = CounterDelta(cur.scanned, prev.scanned);
+  uint64_t dr = CounterDelta(cur.reclaimed, prev.reclaimed);
+  v.scanned_total += ds;
+  v.reclaimed_total += dr;
+  for (int l = 0; l < 3; ++l) v.windows_total[l] += CounterDelta(cur.windows[l], prev.windows[l]);
+  if (ds >= kVmpressureWindowPages) v.ratio = dr >= ds ? 0.0 : 1.0 - static_cast<double>(dr) / ds;
+}
+void AddClamps(TierValues& v, const ClampCounters& prev, const ClampCounters& cur) {
+  v.clamps_total += CounterDelta(cur.clamps, prev.clamps);
+}
+void AddPrunes(TierValues& v, const PruneCounters& prev, const PruneCounters& cur) {
+  PruneCounters& t = v.prunes_total;
+  t.rcv_mem_drops += CounterDelta(cur.rcv_mem_drops, prev.rcv_mem_drops);
+  t.ofo_pruned_segs += CounterDelta(cur.ofo_pruned_segs, prev.ofo_pruned_segs);
+  t.collapses += CounterDelta(cur.collapses, prev.collapses);
+  t.ofo_prunes += CounterDelta(cur.ofo_prunes, prev.ofo_prunes);
+}
+// Adds a tier's socket-pressure reading; false when it equals the last one.
+bool AddPressure(TierValues& v, PressureState& prev, const PressureState& cur, bool socket_accounting) {
+  bool same = cur.assertions == prev.assertions && cur.seconds == prev.seconds && cur.active == prev.active;
+  // With cgroup.memory=nosocket vmpressure still writes
+  // memcg->socket_pressure, but no socket has an sk_memcg to be
+  // throttled by it: count only what throttles (mm/memcontrol.c,
+  // mem_cgroup_sockets_enabled).
+  if (socket_accounting) {
+    v.pressure_events_total += CounterDelta(cur.assertions, prev.assertions);
+    v.pressure_seconds_total += SecondsDelta(cur.seconds, prev.seconds);
+  }
+  v.pressure_asserted = socket_accounting && cur.active;
+  prev = cur;
+  return !same;
+}
+
+// Counters of plain uint64_t fields: equal when every field is.
+template <typename Counters>
+bool SameCounters(const Counters& a, const Counters& b) {
+  static_assert(std::is_trivially_copyable_v<Counters> && sizeof(Counters) % sizeof(uint64_t) == 0);
+  return std::memcmp(&a, &b, sizeof(Counters)) == 0;
+}
+
 Tier BestLive(const Sample& sample, Signal s) {
   for (int t = 0; t < kTierCount - 1; ++t) {
     if (sample.IsLive(s, static_cast<Tier>(t))) return static_cast<Tier>(t);
@@ -54,7 +99,8 @@ Tier BestLive(const Sample& sample, Signal s) {
 }  // namespace
 
 void StateTracker::ApplyMemoryStat(const Sample& sample, const std::vector<CgroupState*>& states,
-                                   double interval, bool can_throttle_v2) {
+                                   double interval, bool can_throttle_v2, bool incremental,
+                                   std::vector<uint8_t>& dirty) {
   if (!sample.IsLive(Signal::kReclaim, Tier::kMemoryStat)) return;
   const size_t n = sample.cgroups.size();
   // Hierarchical deltas first: local = own - sum(children), so every
@@ -93,8 +139,14 @@ void StateTracker::ApplyMemoryStat(const Sample& sample, const std::vector<Cgrou
   }
   for (size_t i = 0; i < n; ++i) {
     CgroupState& st = *states[i];
+    // Nothing moved here or below and nothing to clear: a zero delta changes
+    // no total, window or carry, so the values stand.
+    const bool still = !have[i] || (d_scan[i] == 0 && d_steal[i] == 0 && child_scan[i] == 0 && child_steal[i] == 0);
+    if (incremental && still && !st.memory_stat_asserted) continue;
+    dirty[i] = 1;
     TierValues& v = st.values[Tier::kMemoryStat];
     v.pressure_asserted = false;
+    st.memory_stat_asserted = false;
     if (!have[i]) continue;
     uint64_t local_scan = LocalDelta(d_scan[i], child_scan[i], st.scan_carry);
     uint64_t local_steal = LocalDelta(d_steal[i], child_steal[i], st.steal_carry);
@@ -114,64 +166,111 @@ void StateTracker::ApplyMemoryStat(const Sample& sample, const std::vector<Cgrou
       v.pressure_events_total += verdict->windows;
       v.pressure_seconds_total += std::min(interval, static_cast<double>(verdict->windows));
       v.pressure_asserted = true;
+      st.memory_stat_asserted = true;
     }
   }
 }
 
 void StateTracker::ApplyTiers(const Sample& sample, const std::vector<CgroupState*>& states,
-                              bool socket_accounting) {
-  for (size_t i = 0; i < sample.cgroups.size(); ++i) {
-    CgroupState& st = *states[i];
-    uint64_t id = sample.cgroups[i].id;
-    ApplyCounterTiers(sample.reclaim, id, st.values, st.prev_reclaim,
-                      [](TierValues& v, const ReclaimCounters& prev, const ReclaimCounters& cur) {
-                        uint64_t ds = CounterDelta(cur.scanned, prev.scanned);
-                        uint64_t dr = CounterDelta(cur.reclaimed, prev.reclaimed);
-                        v.scanned_total += ds;
-                        v.reclaimed_total += dr;
-                        for (int l = 0; l < 3; ++l) v.windows_total[l] += CounterDelta(cur.windows[l], prev.windows[l]);
-                        if (ds >= kVmpressureWindowPages) v.ratio = dr >= ds ? 0.0 : 1.0 - static_cast<double>(dr) / ds;
-                      });
-    for (const auto& [tier, by_id] : sample.pressure) {
-      TierValues& v = st.values[tier];
-      auto it = by_id.find(id);
-      if (it == by_id.end()) {
-        v.pressure_asserted = false;
-        continue;
+                              bool socket_accounting, bool incremental, std::vector<uint8_t>& dirty) {
+  if (incremental) {
+    ApplyTierEntries(sample, states, socket_accounting, dirty);
+  } else {
+    for (size_t i = 0; i < sample.cgroups.size(); ++i) {
+      CgroupState& st = *states[i];
+      uint64_t id = sample.cgroups[i].id;
+      ApplyCounterTiers(sample.reclaim, id, st.values, st.prev_reclaim, AddReclaim);
+      for (const auto& [tier, by_id] : sample.pressure) {
+        TierValues& v = st.values[tier];
+        auto it = by_id.find(id);
+        if (it == by_id.end()) {
+          v.pressure_asserted = false;
+          continue;
+        }
+        AddPressure(v, st.prev_pressure[tier], it->second, socket_accounting);
       }
-      PressureState& prev = st.prev_pressure[tier];
-      // With cgroup.memory=nosocket vmpressure still writes
-      // memcg->socket_pressure, but no socket has an sk_memcg to be
-      // throttled by it: count only what throttles (mm/memcontrol.c,
-      // mem_cgroup_sockets_enabled).
-      if (socket_accounting) {
-        v.pressure_events_total += CounterDelta(it->second.assertions, prev.assertions);
-        v.pressure_seconds_total += SecondsDelta(it->second.seconds, prev.seconds);
+      ApplyCounterTiers(sample.clamps, id, st.values, st.prev_clamps, AddClamps);
+      ApplyCounterTiers(sample.prunes, id, st.values, st.prev_prunes, AddPrunes);
+      for (const auto& [tier, by_id] : sample.census) {
+        TierValues& v = st.values[tier];
+        auto it = by_id.find(id);
+        v.census = it == by_id.end() ? SocketCensus{} : it->second;
       }
-      v.pressure_asserted = socket_accounting && it->second.active;
-      prev = it->second;
-    }
-    ApplyCounterTiers(sample.clamps, id, st.values, st.prev_clamps,
-                      [](TierValues& v, const ClampCounters& prev, const ClampCounters& cur) {
-                        v.clamps_total += CounterDelta(cur.clamps, prev.clamps);
-                      });
-    ApplyCounterTiers(sample.prunes, id, st.values, st.prev_prunes,
-                      [](TierValues& v, const PruneCounters& prev, const PruneCounters& cur) {
-                        PruneCounters& t = v.prunes_total;
-                        t.rcv_mem_drops += CounterDelta(cur.rcv_mem_drops, prev.rcv_mem_drops);
-                        t.ofo_pruned_segs += CounterDelta(cur.ofo_pruned_segs, prev.ofo_pruned_segs);
-                        t.collapses += CounterDelta(cur.collapses, prev.collapses);
-                        t.ofo_prunes += CounterDelta(cur.ofo_prunes, prev.ofo_prunes);
-                      });
-    for (const auto& [tier, by_id] : sample.census) {
-      TierValues& v = st.values[tier];
-      auto it = by_id.find(id);
-      v.census = it == by_id.end() ? SocketCensus{} : it->second;
-    }
-    if (sample.cgroups[i].sock_throttled_local) {
-      st.values[Tier::kMemoryEvents].sock_throttled_total = sample.cgroups[i].sock_throttled_local;
     }
   }
+  // memory.events.local, on every cgroup the walk read it for (6.19+).
+  for (size_t i = 0; i < sample.cgroups.size(); ++i) {
+    const std::optional<uint64_t>& local = sample.cgroups[i].sock_throttled_local;
+    CgroupState& st = *states[i];
+    if (local == st.prev_sock_throttled && incremental) continue;
+    if (local) st.values[Tier::kMemoryEvents].sock_throttled_total = local;
+    st.prev_sock_throttled = local;
+    dirty[i] = 1;
+  }
+  // What the next incremental sample must clear if its entries do not
+  // repeat it: a census count, a tier's asserted pressure.
+  revisit_.clear();
+  auto note = [&](uint64_t id) {
+    int i = sample.IndexOfId(id);
+    if (i >= 0) revisit_.push_back(static_cast<uint32_t>(i));
+  };
+  for (const auto& [tier, by_id] : sample.census) {
+    for (const auto& [id, c] : by_id) note(id);
+  }
+  for (const auto& [tier, by_id] : sample.pressure) {
+    for (const auto& [id, p] : by_id) {
+      if (p.active) note(id);
+    }
+  }
+}
+
+void StateTracker::ApplyTierEntries(const Sample& sample, const std::vector<CgroupState*>& states,
+                                    bool socket_accounting, std::vector<uint8_t>& dirty) {
+  const size_t n = states.size();
+  // First clear what the last sample's entries set: this one sets it again
+  // where its entries still say so.
+  for (uint32_t i : revisit_) {
+    if (i >= n) continue;
+    CgroupState& st = *states[i];
+    for (const auto& [tier, by_id] : sample.pressure) st.values[tier].pressure_asserted = false;
+    for (const auto& [tier, by_id] : sample.census) st.values[tier].census = SocketCensus{};
+    dirty[i] = 1;
+  }
+  // Each (tier, cgroup id) entry whose reading moved; the others stand.
+  // Every live tier already has values for every cgroup (the last full
+  // sample made them, and the cgroups and tiers are the same).
+  auto each = [&](const auto& by_tier, auto apply) {
+    for (const auto& [tier, by_id] : by_tier) {
+      for (const auto& [id, cur] : by_id) {
+        int i = sample.IndexOfId(id);
+        if (i < 0) continue;
+        if (apply(*states[static_cast<size_t>(i)], tier, cur)) dirty[static_cast<size_t>(i)] = 1;
+      }
+    }
+  };
+  auto counters = [](auto add, auto member) {
+    return [add, member](CgroupState& st, Tier tier, const auto& cur) {
+      auto& prev = (st.*member)[tier];
+      if (SameCounters(prev, cur)) return false;
+      add(st.values[tier], prev, cur);
+      prev = cur;
+      return true;
+    };
+  };
+  each(sample.reclaim, counters(AddReclaim, &CgroupState::prev_reclaim));
+  each(sample.clamps, counters(AddClamps, &CgroupState::prev_clamps));
+  each(sample.prunes, counters(AddPrunes, &CgroupState::prev_prunes));
+  each(sample.pressure, [&](CgroupState& st, Tier tier, const PressureState& cur) {
+    TierValues& v = st.values[tier];
+    bool was = v.pressure_asserted;
+    return AddPressure(v, st.prev_pressure[tier], cur, socket_accounting) || v.pressure_asserted != was;
+  });
+  each(sample.census, [](CgroupState& st, Tier tier, const SocketCensus& cur) {
+    std::optional<SocketCensus>& c = st.values[tier].census;
+    if (c && c->sockets == cur.sockets && c->clamped == cur.clamped) return false;
+    c = cur;
+    return true;
+  });
 }
 
 // Matches states to the sample's cgroups by path and id (see Update()).
@@ -218,16 +317,18 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
   last_monotonic_ = sample.monotonic_seconds;
   NodeFacts(sample, *snap);
   const uint64_t stamp = sequence_ + 1;
-  std::vector<CgroupState*> states = Match(sample, stamp);
-  // Pointers into states_ stay valid: an unordered_map's rehash moves no element.
-  ApplyMemoryStat(sample, states, interval, snap->socket_accounting_enabled);
-  ApplyTiers(sample, states, snap->socket_accounting_enabled);
-  for (CgroupState* st : states) st->rebaseline = false;
+  bool reused = false;
+  std::vector<CgroupState*> states = Match(sample, stamp, &reused);
   for (int s = 0; s < kSignalCount; ++s) snap->signal_tier[s] = BestLive(sample, static_cast<Signal>(s));
-  snap->cgroups.reserve(sample.cgroups.size());
-  for (size_t i = 0; i < sample.cgroups.size(); ++i) {
-    snap->cgroups.push_back(ViewOf(sample.cgroups[i], *states[i], *snap));
+  const bool incremental = Incremental(sample, reused, *snap);
+  // Pointers into states_ stay valid: an unordered_map's rehash moves no element.
+  std::vector<uint8_t> dirty(sample.cgroups.size(), incremental ? 0 : 1);
+  ApplyMemoryStat(sample, states, interval, snap->socket_accounting_enabled, incremental, dirty);
+  ApplyTiers(sample, states, snap->socket_accounting_enabled, incremental, dirty);
+  if (!reused) {
+    for (CgroupState* st : states) st->rebaseline = false;
   }
+  Views(sample, states, incremental, dirty, *snap);
   Fold(sample, states, *snap);
   ForgetUnseen(sample, stamp);
   last_complete_ = sample.cgroups_complete;
@@ -235,7 +336,51 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
   // everything not in `states` was extracted by ForgetUnseen.
   last_states_ = std::move(states);
   Stamp(sample, std::move(collectors), interval, sample_cpu_seconds, *snap);
+  last_snap_ = snap;
   return snap;
+}
+
+bool StateTracker::Incremental(const Sample& sample, bool reused, const Snapshot& snap) {
+  const uint64_t version = identity_ != nullptr ? identity_->Version() : 0;
+  const bool incremental = reused && last_snap_ != nullptr && !folding_ && !keep_all_tiers_ &&
+                           last_snap_->cgroups.size() == sample.cgroups.size() &&
+                           snap.signal_tier == last_snap_->signal_tier &&
+                           snap.socket_accounting_enabled == last_snap_->socket_accounting_enabled &&
+                           sample.live == last_live_ && version == last_identity_version_ &&
+                           since_full_ + 1 < kIdentityRefreshSamples;
+  last_identity_version_ = version;
+  last_live_ = sample.live;
+  since_full_ = incremental ? since_full_ + 1 : 0;
+  return incremental;
+}
+
+void StateTracker::Views(Sample& sample, const std::vector<CgroupState*>& states, bool incremental,
+                         std::vector<uint8_t>& dirty, Snapshot& snap) const {
+  const size_t n = sample.cgroups.size();
+  snap.cgroups.reserve(n);
+  const Snapshot* last = incremental ? last_snap_.get() : nullptr;
+  snap.same_cgroups_as_previous = last != nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    CgroupReading& c = sample.cgroups[i];
+    if (last == nullptr) {
+      snap.cgroups.push_back(ViewOf(c, *states[i], snap, nullptr));
+      continue;
+    }
+    const CgroupView& before = last->cgroups[i];
+    // A parent whose pressure flag changed changes every descendant's
+    // (mem_cgroup_under_socket_pressure walks up); parents come first.
+    const size_t p = static_cast<size_t>(c.parent);
+    const bool inherited = c.parent >= 0 && snap.cgroups[p].pressure_active != last->cgroups[p].pressure_active;
+    const bool same_reading = c.limits.get() == before.limits.get() && c.anon_bytes == before.anon_bytes &&
+                              c.file_bytes == before.file_bytes && c.sock_bytes == before.sock_bytes &&
+                              c.swap_bytes == before.swap_bytes;
+    if (!dirty[i] && !inherited && same_reading) {
+      snap.cgroups.push_back(last->cgroups.shared(i));
+      continue;
+    }
+    snap.cgroups.push_back(ViewOf(c, *states[i], snap, &before));
+    snap.changed.push_back(static_cast<uint32_t>(i));
+  }
 }
 
 void StateTracker::NodeFacts(const Sample& sample, Snapshot& snap) const {
@@ -248,7 +393,7 @@ void StateTracker::NodeFacts(const Sample& sample, Snapshot& snap) const {
   }
 }
 
-std::vector<StateTracker::CgroupState*> StateTracker::Match(const Sample& sample, uint64_t stamp) {
+std::vector<StateTracker::CgroupState*> StateTracker::Match(const Sample& sample, uint64_t stamp, bool* reused) {
   // Match states to this sample's cgroups; a path whose id changed is a new
   // cgroup with the old name, so its state starts over.
   // In place: a cgroup seen last time keeps its entry (no copy of 10,000
@@ -259,14 +404,20 @@ std::vector<StateTracker::CgroupState*> StateTracker::Match(const Sample& sample
     // last matching stands (no lookup of 10,000 paths when nothing came or went).
     std::vector<CgroupState*> states = std::move(last_states_);
     for (CgroupState* st : states) st->seen = stamp;
+    *reused = true;
     return states;
   }
   return MatchStates(sample, stamp);
 }
 
-CgroupView StateTracker::ViewOf(CgroupReading& c, const CgroupState& st, const Snapshot& snap) const {
+CgroupView StateTracker::ViewOf(CgroupReading& c, const CgroupState& st, const Snapshot& snap,
+                               const CgroupView* before) const {
   CgroupView v;
-  if (identity_ != nullptr) v.identity = identity_->Resolve(c.path);
+  if (before != nullptr) {
+    v.identity = before->identity;
+  } else if (identity_ != nullptr) {
+    v.identity = identity_->Resolve(c.path);
+  }
   // The walk's own string (shared_path.h); moved, as nothing after this
   // reads the sample's paths.
   v.path = std::move(c.path);
@@ -330,7 +481,12 @@ void StateTracker::Fold(const Sample& sample, const std::vector<CgroupState*>& s
   std::vector<FoldMemory*> memory;
   memory.reserve(states.size());
   for (CgroupState* st : states) memory.push_back(&st->fold);
-  snap.cgroups = FoldUnexported(sample, memory, std::move(snap.cgroups));
+  // Folding re-indexes the views: never incremental (Incremental()).
+  std::vector<CgroupView> views;
+  views.reserve(snap.cgroups.size());
+  for (const CgroupView& v : snap.cgroups) views.push_back(v);
+  snap.cgroups = CgroupTable();
+  for (CgroupView& v : FoldUnexported(sample, memory, std::move(views))) snap.cgroups.push_back(std::move(v));
 }
 
 void StateTracker::ForgetUnseen(const Sample& sample, uint64_t stamp) {

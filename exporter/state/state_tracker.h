@@ -3,7 +3,11 @@
 // tier selection, and inheritance of pressure from ancestors.
 #pragma once
 
+#include <array>
+#include <bitset>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -61,15 +65,41 @@ class StateTracker {
     std::map<Tier, ClampCounters> prev_clamps;
     std::map<Tier, PruneCounters> prev_prunes;
     FoldMemory fold;  // --cgroup.include/exclude/level (fold.h)
+    // Its memory_stat tier asserted pressure in the last sample: the next
+    // one must clear that even when nothing moved.
+    bool memory_stat_asserted = false;
+    std::optional<uint64_t> prev_sock_throttled;  // memory.events.local, last sample
   };
 
+  // A sample is applied incrementally when the cgroups are the ones of the
+  // last sample at the same indices and nothing node-wide changed that every
+  // view shows (tiers, identity, folding): then only the cgroups whose
+  // counters moved, or that must be cleared, get a new view; the others
+  // share the last snapshot's. Every so many samples all are rebuilt (the
+  // identity resolver's cache lives by use).
+  static constexpr uint64_t kIdentityRefreshSamples = 60;
+  bool Incremental(const Sample& sample, bool reused, const Snapshot& snap);
+
+  // Both mark in `dirty` the cgroups whose values they changed; with
+  // `incremental`, they visit only what the sample says moved.
   void ApplyMemoryStat(const Sample& sample, const std::vector<CgroupState*>& states, double interval,
-                       bool can_throttle_v2);
-  void ApplyTiers(const Sample& sample, const std::vector<CgroupState*>& states, bool socket_accounting);
+                       bool can_throttle_v2, bool incremental, std::vector<uint8_t>& dirty);
+  void ApplyTiers(const Sample& sample, const std::vector<CgroupState*>& states, bool socket_accounting,
+                  bool incremental, std::vector<uint8_t>& dirty);
+  // The incremental half of ApplyTiers: the tiers' entries, by id.
+  void ApplyTierEntries(const Sample& sample, const std::vector<CgroupState*>& states, bool socket_accounting,
+                        std::vector<uint8_t>& dirty);
+  // The snapshot's views: new ones for dirty cgroups (and those below a
+  // cgroup whose pressure flag changed), the last snapshot's otherwise.
+  void Views(Sample& sample, const std::vector<CgroupState*>& states, bool incremental,
+             std::vector<uint8_t>& dirty, Snapshot& snap) const;
   // The other steps of Update(), in order.
   void NodeFacts(const Sample& sample, Snapshot& snap) const;
-  std::vector<CgroupState*> Match(const Sample& sample, uint64_t stamp);
-  CgroupView ViewOf(CgroupReading& c, const CgroupState& st, const Snapshot& snap) const;
+  // *reused: the last sample's matching stands (the same cgroups, in order).
+  std::vector<CgroupState*> Match(const Sample& sample, uint64_t stamp, bool* reused);
+  // `before`: the cgroup's view in the last snapshot, whose identity is kept
+  // (no Resolve); nullptr resolves it.
+  CgroupView ViewOf(CgroupReading& c, const CgroupState& st, const Snapshot& snap, const CgroupView* before) const;
   static void BestOf(const CgroupState& st, CgroupView& v);  // each signal from its best tier
   void Fold(const Sample& sample, const std::vector<CgroupState*>& states, Snapshot& snap);
   void ForgetUnseen(const Sample& sample, uint64_t stamp);
@@ -93,6 +123,14 @@ class StateTracker {
   void KeepUnseen(std::unordered_map<std::string, CgroupState>& vanished, const Sample& sample);
   // This sample's cgroup -> state, by path and id; new and recreated cgroups get a fresh state.
   std::vector<CgroupState*> MatchStates(const Sample& sample, uint64_t stamp);
+  // The last snapshot (its views are shared), what it was built with, and
+  // the cgroups that must be visited in the next incremental sample: those
+  // with a census entry or asserted pressure from a tier's entry.
+  std::shared_ptr<const Snapshot> last_snap_;
+  std::array<std::bitset<kTierCount>, kSignalCount> last_live_{};
+  uint64_t last_identity_version_ = 0;
+  uint64_t since_full_ = 0;
+  std::vector<uint32_t> revisit_;
   double last_monotonic_ = 0;
   uint64_t sequence_ = 0;
   uint64_t overflow_total_ = 0;

@@ -125,7 +125,7 @@ TEST(SnapshotMetricsTest, CoreProfileByDefault) {
   EXPECT_LE(a_series, 8u);
 
   // An ancestor's pressure covers a quiet cgroup: `active` appears, as 1.
-  s.cgroups.back().pressure_active = true;
+  s.cgroups.Mutable(s.cgroups.size() - 1).pressure_active = true;
   auto w2 = NewTextWriter();
   WriteSnapshotMetrics(s, {"0.1.0", "abc", "GNU 12"}, {}, *w2);
   EXPECT_TRUE(absl::StrContains(w2->Finish(), "sockpressure_memcg_socket_pressure_active{cgroup=\"/w/quiet\"} 1\n"));
@@ -172,7 +172,7 @@ TEST(ProtoWriterTest, RoundTripsDelimitedFamilies) {
 // write: parse every family back and serialise it again.
 TEST(ProtoWriterTest, SameBytesAsTheGeneratedClasses) {
   Snapshot s = SmallSnapshot();
-  s.cgroups[1].path = std::string(300, 'p') + "/\xff\xfe";  // long (2-byte varints) and escaped
+  s.cgroups.Mutable(1).path = std::string(300, 'p') + "/\xff\xfe";  // long (2-byte varints) and escaped
   auto w = NewProtoWriter();
   EmitOptions options;
   options.context = true;

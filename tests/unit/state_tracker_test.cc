@@ -393,3 +393,128 @@ TEST(StateTrackerGapTest, HugeCountersDoNotOverflow) {
 
 }  // namespace
 }  // namespace sockpressure
+
+namespace sockpressure {
+namespace {
+
+// Whatever a view shows, field by field.
+void ExpectSameView(const CgroupView& a, const CgroupView& b, int sample) {
+  SCOPED_TRACE(testing::Message() << "sample " << sample << " cgroup " << a.path.str());
+  EXPECT_EQ(a.path, b.path);
+  EXPECT_EQ(a.tier, b.tier);
+  EXPECT_EQ(a.pressure_active, b.pressure_active);
+  EXPECT_EQ(a.best.scanned_total, b.best.scanned_total);
+  EXPECT_EQ(a.best.reclaimed_total, b.best.reclaimed_total);
+  for (int l = 0; l < 3; ++l) EXPECT_EQ(a.best.windows_total[l], b.best.windows_total[l]);
+  EXPECT_EQ(a.best.ratio, b.best.ratio);
+  EXPECT_EQ(a.best.pressure_events_total, b.best.pressure_events_total);
+  EXPECT_DOUBLE_EQ(a.best.pressure_seconds_total, b.best.pressure_seconds_total);
+  EXPECT_EQ(a.best.pressure_asserted, b.best.pressure_asserted);
+  EXPECT_EQ(a.best.clamps_total, b.best.clamps_total);
+  EXPECT_EQ(a.best.census.has_value(), b.best.census.has_value());
+  if (a.best.census && b.best.census) {
+    EXPECT_EQ(a.best.census->sockets, b.best.census->sockets);
+    EXPECT_EQ(a.best.census->clamped, b.best.census->clamped);
+  }
+}
+
+// A sample that vouches for the same cgroups as the last is applied by
+// entry, and its snapshot shares every view that did not change; what it
+// shows must be exactly what applying the whole sample shows. Random
+// reclaim, eBPF pressure switching on and off, a census that comes and
+// goes, clamps: the two trackers agree on every view of every sample.
+void CompareWholeAndIncremental(bool bpf) {
+  SCOPED_TRACE(bpf ? "eBPF tiers" : "memory.stat only");
+  StateTracker whole, incremental;
+  Tree tree;
+  uint64_t seed = 12345;
+  auto rnd = [&seed](uint64_t n) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (seed >> 33) % n;
+  };
+  ReclaimCounters bpf_a, bpf_b;
+  PressureState press_a;
+  uint64_t clamps_b = 0;
+  size_t shared = 0, changed_total = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (rnd(3) == 0) {
+      uint64_t k = 2 + rnd(2);
+      tree.scan[k] += rnd(4000);
+      tree.steal[k] += rnd(100);
+    }
+    Sample s = tree.Next();
+    if (rnd(4) == 0) {
+      bpf_a.scanned += 600;
+      bpf_a.assertions += 1;
+      press_a.assertions += 1;
+      press_a.seconds += 0.5;
+    }
+    press_a.active = rnd(3) == 0;
+    if (rnd(5) == 0) bpf_b.reclaimed += 7;
+    if (rnd(6) == 0) ++clamps_b;
+    if (bpf) {
+      s.reclaim[Tier::kFentry][102] = bpf_a;
+      if (bpf_b.reclaimed > 0) s.reclaim[Tier::kFentry][103] = bpf_b;
+      s.pressure[Tier::kFentry][102] = press_a;
+      s.clamps[Tier::kFentry][103].clamps = clamps_b;
+      s.census[Tier::kIter];
+      if (rnd(2) == 0) s.census[Tier::kIter][103] = SocketCensus{3, rnd(2)};
+      s.MarkLive(Signal::kReclaim, Tier::kFentry);
+      s.MarkLive(Signal::kSocketPressure, Tier::kFentry);
+      s.MarkLive(Signal::kWindowClamps, Tier::kFentry);
+      s.MarkLive(Signal::kClampedSockets, Tier::kIter);
+    }
+    Sample copy = s;
+    copy.cgroups_same_as_last = i > 0;
+    std::shared_ptr<const Snapshot> a = whole.Update(std::move(s), {}, 0);
+    std::shared_ptr<const Snapshot> b = incremental.Update(std::move(copy), {}, 0);
+    ASSERT_EQ(a->cgroups.size(), b->cgroups.size());
+    for (size_t c = 0; c < a->cgroups.size(); ++c) ExpectSameView(a->cgroups[c], b->cgroups[c], i);
+    EXPECT_FALSE(a->same_cgroups_as_previous);
+    if (b->same_cgroups_as_previous) {
+      shared += b->cgroups.size() - b->changed.size();
+      changed_total += b->changed.size();
+    }
+  }
+  EXPECT_GT(shared, 200u) << "still views are shared";
+  EXPECT_GT(changed_total, 50u) << "moving ones are rebuilt";
+}
+
+TEST(StateTrackerIncrementalTest, SameViewsAsTheWholeSampleAndSharesTheStillOnes) {
+  CompareWholeAndIncremental(/*bpf=*/false);
+  CompareWholeAndIncremental(/*bpf=*/true);
+}
+
+// Only what moved gets a new view: one cgroup reclaiming rebuilds it and
+// its ancestors (their hierarchical counters moved), its sibling is the
+// very object of the last snapshot.
+TEST(StateTrackerIncrementalTest, OnlyTheMovingPathGetsNewViews) {
+  StateTracker tracker;
+  Tree tree;
+  tracker.Update(tree.Next(), {}, 0);
+  Sample s = tree.Next();
+  s.cgroups_same_as_last = true;
+  std::shared_ptr<const Snapshot> before = tracker.Update(std::move(s), {}, 0);
+  tree.scan[3] += 5000;
+  s = tree.Next();
+  s.cgroups_same_as_last = true;
+  std::shared_ptr<const Snapshot> after = tracker.Update(std::move(s), {}, 0);
+  ASSERT_TRUE(after->same_cgroups_as_previous);
+  EXPECT_EQ(after->changed, (std::vector<uint32_t>{0, 1, 3}));
+  EXPECT_EQ(after->cgroups.shared(2), before->cgroups.shared(2)) << "/w/a did not move";
+  EXPECT_EQ(after->cgroups[3].best.scanned_total, 5000u);
+  EXPECT_TRUE(after->cgroups[3].best.pressure_asserted) << "5,000 scanned, none reclaimed";
+  s = tree.Next();
+  s.cgroups_same_as_last = true;
+  std::shared_ptr<const Snapshot> cleared = tracker.Update(std::move(s), {}, 0);
+  EXPECT_FALSE(cleared->cgroups[3].best.pressure_asserted) << "the next still sample clears the assertion";
+  EXPECT_EQ(cleared->changed, (std::vector<uint32_t>{3}));
+  s = tree.Next();
+  s.cgroups_same_as_last = true;
+  std::shared_ptr<const Snapshot> still = tracker.Update(std::move(s), {}, 0);
+  EXPECT_TRUE(still->changed.empty()) << "nothing moved";
+  for (size_t i = 0; i < still->cgroups.size(); ++i) EXPECT_EQ(still->cgroups.shared(i), cleared->cgroups.shared(i));
+}
+
+}  // namespace
+}  // namespace sockpressure
