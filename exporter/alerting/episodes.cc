@@ -89,33 +89,55 @@ void EpisodeTracker::Observe(const Snapshot& s) {
   last_ms_ = s.unix_millis;
   const SampleFacts facts{s.unix_millis, s.interval_seconds,
                           static_cast<int64_t>(std::llround(options_.quiet_seconds * 1000)), PreconditionsOf(s)};
-  std::vector<PerCgroup*> states = MatchCgroups(s);
+  std::vector<uint32_t> visit = ToVisit(s);
   std::vector<Reclaim> reclaiming;
-  std::vector<Deltas> deltas = TakeDeltas(s, states, &reclaiming);
+  std::vector<Deltas> deltas = TakeDeltas(s, visit, &reclaiming);
   KeepBiggestReclaimers(reclaiming);
-  for (size_t i = 0; i < s.cgroups.size(); ++i) Follow(s.cgroups[i], *states[i], deltas[i], reclaiming, facts);
+  for (size_t k = 0; k < visit.size(); ++k) Follow(s.cgroups[visit[k]], *order_[visit[k]], deltas[k], reclaiming, facts);
+  Rewatch(s, visit);
+  last_sequence_ = s.sequence;
 }
 
-std::vector<EpisodeTracker::PerCgroup*> EpisodeTracker::MatchCgroups(const Snapshot& s) {
-  // In place: a cgroup seen last time keeps its entry, so a sample costs a
-  // lookup per cgroup, not a rebuilt map of every path. What is not stamped
+std::vector<uint32_t> EpisodeTracker::ToVisit(const Snapshot& s) {
+  std::vector<uint32_t> visit;
+  if (s.same_cgroups_as_previous && s.sequence == last_sequence_ + 1 && order_.size() == s.cgroups.size()) {
+    // A still view has the counters it had: no delta, nothing to follow,
+    // unless it is throttled as it stands or has an episode to close.
+    std::set_union(s.changed.begin(), s.changed.end(), watched_.begin(), watched_.end(), std::back_inserter(visit));
+    ++observed_;
+    for (uint32_t i : s.changed) {
+      if (order_[i]->identity != s.cgroups[i].identity) order_[i]->identity = s.cgroups[i].identity;
+    }
+    return visit;
+  }
+  MatchCgroups(s);
+  visit.resize(s.cgroups.size());
+  for (size_t i = 0; i < visit.size(); ++i) visit[i] = static_cast<uint32_t>(i);
+  watched_.clear();
+  return visit;
+}
+
+void EpisodeTracker::MatchCgroups(const Snapshot& s) {
+  // In place: a cgroup seen last time keeps its entry. What is not stamped
   // with this sample's number afterwards was not in it.
   const uint64_t stamp = ++observed_;
-  std::vector<PerCgroup*> states;
-  states.reserve(s.cgroups.size());
+  order_.clear();
+  order_.reserve(s.cgroups.size());
   for (const CgroupView& c : s.cgroups) {
-    auto [it, inserted] = cgroups_.try_emplace(c.path);
+    auto [it, inserted] = cgroups_.try_emplace(c.id);
     PerCgroup& pc = it->second;
-    if (!inserted && pc.id != c.id) {
-      // The same name, a new cgroup: its predecessor's episode ends, and
-      // its counters start over.
+    if (!inserted && pc.path != c.path) {
+      // The same id under another name: the kernel reuses ids only after a
+      // cgroup is gone, so this is a new cgroup; its predecessor's episode
+      // ends and its counters start over.
       if (pc.open) Close(pc);
       pc = PerCgroup();
     }
     pc.id = c.id;
+    pc.path = c.path;
     pc.seen = stamp;
     if (pc.identity != c.identity) pc.identity = c.identity;
-    states.push_back(&pc);
+    order_.push_back(&pc);
   }
   // Cgroups that vanished end their episodes now; their metrics series go
   // away with them.
@@ -129,19 +151,29 @@ std::vector<EpisodeTracker::PerCgroup*> EpisodeTracker::MatchCgroups(const Snaps
       it = cgroups_.erase(it);
     }
   }
-  return states;
 }
 
-std::vector<EpisodeTracker::Deltas> EpisodeTracker::TakeDeltas(const Snapshot& s,
-                                                                const std::vector<PerCgroup*>& states,
+void EpisodeTracker::Rewatch(const Snapshot& s, const std::vector<uint32_t>& visit) {
+  // Every watched cgroup was visited, so the visited ones decide.
+  watched_.clear();
+  for (uint32_t i : visit) {
+    const CgroupView& c = s.cgroups[i];
+    const bool clamped = c.best.census && c.best.census->clamped > 0;
+    if (order_[i]->open || c.best.pressure_asserted || clamped) watched_.push_back(i);
+  }
+}
+
+std::vector<EpisodeTracker::Deltas> EpisodeTracker::TakeDeltas(const Snapshot& s, const std::vector<uint32_t>& visit,
                                                                 std::vector<Reclaim>* reclaiming) {
-  // Per-sample reclaim of every cgroup, computed once and shared by all open
-  // episodes (who was reclaiming while this cgroup was throttled).
-  std::vector<Deltas> deltas(s.cgroups.size());
-  for (size_t i = 0; i < s.cgroups.size(); ++i) {
+  // Per-sample reclaim of every visited cgroup (the others' is 0), computed
+  // once and shared by all open episodes (who was reclaiming while this
+  // cgroup was throttled).
+  std::vector<Deltas> deltas(visit.size());
+  for (size_t k = 0; k < visit.size(); ++k) {
+    const size_t i = visit[k];
     const TierValues& b = s.cgroups[i].best;
-    PerCgroup& pc = *states[i];
-    Deltas& d = deltas[i];
+    PerCgroup& pc = *order_[i];
+    Deltas& d = deltas[k];
     if (pc.have_prev) {
       d.events = Delta(b.pressure_events_total, pc.prev_events);
       d.seconds = DeltaSeconds(b.pressure_seconds_total, pc.prev_seconds);
@@ -302,23 +334,35 @@ std::vector<Episode> EpisodeTracker::Recent(size_t limit, const std::string& cgr
 std::vector<Episode> EpisodeTracker::OpenAndJustClosed() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Episode> out;
-  for (const auto& [path, pc] : cgroups_) {
+  for (const auto& [id, pc] : cgroups_) {
     if (pc.open) out.push_back(CopyOut(*pc.open));
   }
   for (const auto& r : just_closed_) out.push_back(CopyOut(*r));
   return out;
 }
 
+std::optional<EpisodeTracker::CgroupCounters> EpisodeTracker::Counters(uint64_t cgroup_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cgroups_.find(cgroup_id);
+  if (it == cgroups_.end()) return std::nullopt;
+  return CountersOf(it->second);
+}
+
 std::optional<EpisodeTracker::CgroupCounters> EpisodeTracker::Counters(const std::string& cgroup) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = cgroups_.find(cgroup);
-  if (it == cgroups_.end()) return std::nullopt;
+  for (const auto& [id, pc] : cgroups_) {
+    if (pc.path == cgroup) return CountersOf(pc);
+  }
+  return std::nullopt;
+}
+
+EpisodeTracker::CgroupCounters EpisodeTracker::CountersOf(const PerCgroup& pc) {
   CgroupCounters c;
-  c.episodes_total = it->second.episodes_total;
-  c.duration_seconds_total = it->second.closed_seconds_total;
-  if (it->second.open) {
-    c.duration_seconds_total += it->second.open->e.DurationSeconds();
-    c.active_episode_id = it->second.open->e.id;
+  c.episodes_total = pc.episodes_total;
+  c.duration_seconds_total = pc.closed_seconds_total;
+  if (pc.open) {
+    c.duration_seconds_total += pc.open->e.DurationSeconds();
+    c.active_episode_id = pc.open->e.id;
   }
   return c;
 }
@@ -331,7 +375,7 @@ uint64_t EpisodeTracker::started_total() const {
 size_t EpisodeTracker::active_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
-  for (const auto& [path, pc] : cgroups_) n += pc.open ? 1 : 0;
+  for (const auto& [id, pc] : cgroups_) n += pc.open ? 1 : 0;
   return n;
 }
 
@@ -342,8 +386,8 @@ void EpisodeTracker::WriteMetrics(const Snapshot& snapshot, MetricWriter& out) c
   // 5,000 cgroups that is none, and the exposition is unchanged (no
   // node-level total either; /api/v1/episodes has startedTotal).
   std::vector<std::pair<const std::string*, const PerCgroup*>> rows;
-  for (const auto& [path, pc] : cgroups_) {
-    if (pc.episodes_total > 0) rows.emplace_back(&path, &pc);
+  for (const auto& [id, pc] : cgroups_) {
+    if (pc.episodes_total > 0) rows.emplace_back(&pc.path.str(), &pc);
   }
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return *a.first < *b.first; });
   out.Family("sockpressure_episodes_total",

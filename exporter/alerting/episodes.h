@@ -112,6 +112,9 @@ class EpisodeTracker {
     double duration_seconds_total = 0;  // closed episodes + the open one so far
     std::optional<uint64_t> active_episode_id;
   };
+  // By cgroup id (the API, once per cgroup), or by path (a walk of every
+  // cgroup tracked: tests and single lookups).
+  std::optional<CgroupCounters> Counters(uint64_t cgroup_id) const;
   std::optional<CgroupCounters> Counters(const std::string& cgroup) const;
 
   uint64_t started_total() const;
@@ -126,6 +129,7 @@ class EpisodeTracker {
   struct Record;
   struct PerCgroup {
     uint64_t id = 0;
+    SharedPath path;
     bool have_prev = false;
     uint64_t prev_events = 0, prev_clamps = 0, prev_throttled = 0, prev_scanned = 0, prev_reclaimed = 0;
     double prev_seconds = 0;
@@ -155,9 +159,18 @@ class EpisodeTracker {
     PruneCounters prunes;
   };
   // The steps of Observe(), in order (all under mu_).
-  std::vector<PerCgroup*> MatchCgroups(const Snapshot& s);
-  std::vector<Deltas> TakeDeltas(const Snapshot& s, const std::vector<PerCgroup*>& states,
+  // Which cgroups this snapshot needs visited: every one, or, when it has
+  // the same cgroups as the last one observed, only those whose view
+  // changed and those watched (an open episode, asserted pressure or a
+  // clamped socket in their last view: throttled again even if unchanged).
+  std::vector<uint32_t> ToVisit(const Snapshot& s);
+  // Every cgroup's entry, by id, in snapshot order (order_); vanished ones
+  // end their episodes.
+  void MatchCgroups(const Snapshot& s);
+  std::vector<Deltas> TakeDeltas(const Snapshot& s, const std::vector<uint32_t>& visit,
                                  std::vector<Reclaim>* reclaiming);
+  // The watched cgroups among those just visited (and the watched ones kept).
+  void Rewatch(const Snapshot& s, const std::vector<uint32_t>& visit);
   static void KeepBiggestReclaimers(std::vector<Reclaim>& reclaiming);
   void Follow(const CgroupView& c, PerCgroup& pc, const Deltas& d, const std::vector<Reclaim>& reclaiming,
               const SampleFacts& facts);
@@ -166,12 +179,16 @@ class EpisodeTracker {
   void Accumulate(const CgroupView& c, Record& r, const Deltas& d, bool pressure,
                   const std::vector<Reclaim>& reclaiming, const SampleFacts& facts);
   Episode CopyOut(const Record& r) const;
+  static CgroupCounters CountersOf(const PerCgroup& pc);
   void Close(PerCgroup& pc);
   void Trim();
 
   EpisodeOptions options_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, PerCgroup> cgroups_;
+  std::unordered_map<uint64_t, PerCgroup> cgroups_;  // by cgroup id
+  std::vector<PerCgroup*> order_;  // the last observed snapshot's cgroups, by index
+  std::vector<uint32_t> watched_;  // indices into order_, ascending
+  uint64_t last_sequence_ = 0;     // of the last observed snapshot
   std::deque<std::shared_ptr<Record>> history_;  // oldest first
   std::vector<std::shared_ptr<Record>> just_closed_;
   uint64_t next_id_ = 1;

@@ -376,3 +376,82 @@ TEST(Episodes, PruningAndDropsAreRecordedButOpenNothing) {
 
 }  // namespace
 }  // namespace sockpressure
+
+namespace sockpressure {
+namespace {
+
+bool SameShown(const CgroupView& a, const CgroupView& b) {
+  const TierValues &x = a.best, &y = b.best;
+  return a.pressure_active == b.pressure_active && x.pressure_asserted == y.pressure_asserted &&
+         x.pressure_events_total == y.pressure_events_total && x.pressure_seconds_total == y.pressure_seconds_total &&
+         x.clamps_total == y.clamps_total && x.scanned_total == y.scanned_total &&
+         x.reclaimed_total == y.reclaimed_total && x.ratio == y.ratio && a.identity == b.identity;
+}
+
+// What the state layer makes of `s` when it has the same cgroups as `prev`:
+// unchanged views shared, the others listed as changed.
+Snapshot Shared(const Snapshot& prev, const Snapshot& s) {
+  Snapshot out = s;
+  out.cgroups = CgroupTable();
+  out.same_cgroups_as_previous = true;
+  for (size_t i = 0; i < s.cgroups.size(); ++i) {
+    if (SameShown(prev.cgroups[i], s.cgroups[i])) {
+      out.cgroups.push_back(prev.cgroups.shared(i));
+    } else {
+      out.cgroups.push_back(s.cgroups.shared(i));
+      out.changed.push_back(static_cast<uint32_t>(i));
+    }
+  }
+  return out;
+}
+
+// A snapshot that shares its still views is observed by visiting only the
+// changed cgroups and the watched ones (open episodes, asserted pressure):
+// the episodes, their counters and their metrics are exactly those of
+// visiting every cgroup, through openings, quiet periods and closings.
+TEST(EpisodesIncremental, VisitingTheChangedOnesGivesTheSameEpisodes) {
+  EpisodeTracker every({/*quiet_seconds=*/3, /*history=*/64, /*top_reclaimers=*/5});
+  EpisodeTracker changed({/*quiet_seconds=*/3, /*history=*/64, /*top_reclaimers=*/5});
+  Node n;
+  uint64_t seed = 7;
+  auto rnd = [&seed](uint64_t k) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (seed >> 33) % k;
+  };
+  Snapshot prev = n.Step({});
+  every.Observe(prev);
+  changed.Observe(prev);
+  size_t skipped = 0;
+  for (int i = 0; i < 150; ++i) {
+    std::vector<std::string> pressured;
+    for (const char* p : {"/a", "/b", "/a/c"}) {
+      if (rnd(5) == 0) pressured.push_back(p);
+    }
+    if (rnd(4) == 0) n.Get("/b").best.clamps_total += 1;
+    Snapshot s = n.Step(pressured);
+    Snapshot shared = Shared(prev, s);
+    skipped += s.cgroups.size() - shared.changed.size();
+    every.Observe(s);
+    changed.Observe(shared);
+    SCOPED_TRACE(testing::Message() << "sample " << i);
+    std::vector<Episode> a = every.Recent(), b = changed.Recent();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 0; k < a.size(); ++k) {
+      EXPECT_EQ(a[k].cgroup, b[k].cgroup);
+      EXPECT_EQ(a[k].active, b[k].active);
+      EXPECT_EQ(a[k].samples, b[k].samples);
+      EXPECT_EQ(a[k].start_ms, b[k].start_ms);
+      EXPECT_EQ(a[k].end_ms, b[k].end_ms);
+      EXPECT_DOUBLE_EQ(a[k].throttled_seconds, b[k].throttled_seconds);
+      EXPECT_EQ(a[k].clamps, b[k].clamps);
+      EXPECT_EQ(a[k].timeline.size(), b[k].timeline.size());
+    }
+    EXPECT_EQ(Metrics(every, s), Metrics(changed, shared));
+    prev = s;
+  }
+  EXPECT_GT(skipped, 150u) << "still cgroups were not visited";
+  EXPECT_GT(every.started_total(), 5u);
+}
+
+}  // namespace
+}  // namespace sockpressure
