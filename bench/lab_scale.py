@@ -108,7 +108,8 @@ def boot(args, guest, initrd, n, rundir):
     """One boot at n cgroups: the guest's "LAB window" lines (and perf's report lines)."""
     append = ["console=ttyS0", "quiet", "loglevel=4", "panic=-1", "mitigations=off", "rdinit=/lab/bench-init",
               f"bench.n={n}", f"bench.phases={args.phases}", f"bench.window={args.window}",
-              f"bench.settle={args.settle}", f"bench.pass_ms={args.pass_ms}", f"bench.perf={int(args.perf)}"]
+              f"bench.settle={args.settle}", f"bench.pass_ms={args.pass_ms}", f"bench.ballast_mib={args.ballast_mib}",
+              f"bench.perf={int(args.perf)}"]
     if args.agent_args:
         append.append("bench.agent_args=" + ",".join(args.agent_args.split()))
     mem = args.mem_mib or (3072 if n <= 10000 else 8192)
@@ -166,6 +167,9 @@ def main():
     ap.add_argument("--window", type=int, default=20, help="seconds of each measured window")
     ap.add_argument("--settle", type=int, default=5, help="seconds after starting reclaimers, before measuring")
     ap.add_argument("--pass-ms", type=int, default=0, help="ballast pass pacing (bench/lab/guest.sh)")
+    ap.add_argument("--ballast-mib", type=int, default=12,
+                    help="anon each reclaimer touches under memory.high=8M (less: lighter reclaim, so that a "
+                         "guest with many reclaimers is not starved of CPU)")
     ap.add_argument("--agent-args", default="", help="extra agent flags (default: none but --cgroup.max)")
     ap.add_argument("--mem-mib", type=int, default=0, help="guest RAM (default 3 GiB, 8 GiB above 10,000)")
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per boot")

@@ -3,7 +3,7 @@
 # lab's own /init is left as it is). One boot: a kubelet-shaped tree of bench.n memory cgroups, then
 # for each percentage in bench.phases that many containers really reclaiming, the peer pass and one
 # measured window of the agent. Results are "LAB kind key=value" console lines for the host.
-#   bench.n=N  bench.phases=0,1  bench.window=S  bench.settle=S  bench.pass_ms=MS
+#   bench.n=N  bench.phases=0,1  bench.window=S  bench.settle=S  bench.pass_ms=MS  bench.ballast_mib=MIB
 #   bench.agent_args=a,b (commas become spaces)  bench.perf=1 (perf record -g of the last window)
 
 /bin/busybox mkdir -p /proc /sys /dev /run /tmp
@@ -29,6 +29,7 @@ PHASES=$(arg phases 0 | tr ',' ' ')
 WINDOW=$(arg window 20)
 SETTLE=$(arg settle 5)
 PASS_MS=$(arg pass_ms 0)
+BALLAST_MIB=$(arg ballast_mib 12)
 AGENT_ARGS=$(arg agent_args "" | tr ',' ' ')
 PERF=$(arg perf 0)
 CG=/sys/fs/cgroup
@@ -81,12 +82,14 @@ for pct in $PHASES; do
     awk -v w=$want -v t=$total 'NR % int(t/w) == 0 && c < w {print; c++}' /tmp/containers >/tmp/reclaiming
     tail -n +$((running + 1)) /tmp/reclaiming | while read -r c; do
       echo 8M >$c/memory.high
-      (echo 0 >$c/cgroup.procs && exec /lab/ballast 12 $PASS_MS) >/dev/null 2>&1 &
+      (echo 0 >$c/cgroup.procs && exec /lab/ballast $BALLAST_MIB $PASS_MS) >/dev/null 2>&1 &
     done
     running=$want
+    log reclaimers started=$running mem_available_kib=$(awk '/MemAvailable/{print $2}' /proc/meminfo)
   fi
   sleep "$SETTLE"
   peer=$(/lab/cgtree pass $CG 3)
+  log peer $peer
   s1=$(samples); c1=$(ticks); w1=$(now)
   sleep "$WINDOW"
   c2=$(ticks); w2=$(now)

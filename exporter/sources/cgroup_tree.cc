@@ -160,11 +160,16 @@ std::vector<bool> SelectWithinMax(const std::vector<CgroupNode*>& order, size_t 
   return keep;
 }
 
-size_t EmitSample(const std::vector<CgroupNode*>& order, size_t max, Sample& sample) {
+size_t EmitSample(const std::vector<CgroupNode*>& order, size_t max, const IdIndex& ids, Sample& sample) {
   std::vector<bool> keep = SelectWithinMax(order, max);
   std::vector<int> index(order.size(), -1);
   sample.cgroups.reserve(order.size());
-  sample.id_index.reserve(order.size());
+  const bool share = ids.size() == order.size() && order.size() <= max;
+  if (share) {
+    ids.ShareWith(sample.id_index);
+  } else {
+    sample.id_index.reserve(order.size());
+  }
   size_t skipped = 0;
   for (size_t i = 0; i < order.size(); ++i) {
     if (!keep[i]) {
@@ -176,7 +181,7 @@ size_t EmitSample(const std::vector<CgroupNode*>& order, size_t max, Sample& sam
     CgroupReading& c = sample.cgroups.emplace_back(n->last);
     c.parent = n->parent == nullptr ? -1 : index[static_cast<size_t>(n->parent->order)];
     c.exported = n->exported;
-    sample.id_index[c.id] = index[i];
+    if (!share) sample.id_index[c.id] = index[i];
   }
   for (const CgroupReading& c : sample.cgroups) {
     // memory.stat pgscan/pgsteal exist on v2 only; v1 has no per-memcg scan counters.

@@ -157,6 +157,8 @@ std::vector<bool> SelectWithinMax(const std::vector<CgroupNode*>& order, size_t 
 // SelectWithinMax keeps into sample.cgroups with their last readings and
 // parent indices, and marks the memory.stat/memory.events tiers live.
 // Returns how many were left out.
-size_t EmitSample(const std::vector<CgroupNode*>& order, size_t max, Sample& sample);
+// `ids`: the last sample's id index when its cgroups are these, in this
+// order (then shared, not rebuilt); empty otherwise.
+size_t EmitSample(const std::vector<CgroupNode*>& order, size_t max, const IdIndex& ids, Sample& sample);
 
 }  // namespace sockpressure

@@ -104,6 +104,7 @@ class CgroupfsSource final : public Source {
   // many cgroups the last walk put in its sample (SIZE_MAX: none, failed).
   bool reshaped_ = true;
   size_t last_emitted_ = SIZE_MAX;
+  IdIndex ids_;  // the last sample's, shared with it (EmitSample)
   bool sock_throttled_seen_ = false;
   bool events_probed_ = false;  // a full pass looked for sock_throttled
   MalformedFiles malformed_;
@@ -406,7 +407,12 @@ void CgroupfsSource::DropVanished() {
 }
 
 absl::Status CgroupfsSource::Emit(Sample& sample, size_t previous_emitted, bool incomplete) {
-  size_t skipped = EmitSample(order_, options_.max_cgroups, sample);
+  // The last index holds when the same cgroups are walked in the same order:
+  // nothing came or went (reshaped_) and the last sample was complete with
+  // as many (an unreadable cgroup drops out of order_ and changes the count).
+  if (reshaped_ || previous_emitted != order_.size()) ids_ = IdIndex();
+  size_t skipped = EmitSample(order_, options_.max_cgroups, ids_, sample);
+  sample.id_index.ShareWith(ids_);
   // One large file must not keep its buffer for good.
   if (buf_.capacity() > 65536) std::string().swap(buf_);
   sample.cgroups_skipped = skipped;

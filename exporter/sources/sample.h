@@ -148,6 +148,39 @@ struct ProgramStats {
   bool timed = false;  // kernel.bpf_stats_enabled=1 when read
 };
 
+// Cgroup id -> index into Sample::cgroups. Shared between samples whose
+// cgroups are the same in the same order (the collector keeps the last one),
+// so a still tree does not rebuild a map of every cgroup each sample; a write
+// copies it first when it is shared.
+// Not thread-safe (a Sample's, like the rest of it).
+class IdIndex {
+ public:
+  using Map = std::unordered_map<uint64_t, int>;
+  int& operator[](uint64_t id) { return Own()[id]; }
+  void erase(uint64_t id) { Own().erase(id); }
+  void reserve(size_t n) { Own().reserve(n); }
+  size_t size() const { return map_ ? map_->size() : 0; }
+  // The index of `id`, or -1.
+  int Find(uint64_t id) const {
+    if (!map_) return -1;
+    auto it = map_->find(id);
+    return it == map_->end() ? -1 : it->second;
+  }
+  // Both now hold the same map (until one of them writes).
+  void ShareWith(IdIndex& other) const { other.map_ = map_; }
+
+ private:
+  Map& Own() {
+    if (!map_) {
+      map_ = std::make_shared<Map>();
+    } else if (map_.use_count() > 1) {
+      map_ = std::make_shared<Map>(*map_);
+    }
+    return *map_;
+  }
+  std::shared_ptr<Map> map_;
+};
+
 template <typename T>
 using ByTier = std::map<Tier, std::unordered_map<uint64_t, T>>;  // tier -> cgroup id -> value
 
@@ -188,7 +221,7 @@ struct Sample {
 
   // Index of a cgroup id in `cgroups`, or -1. Valid after the cgroupfs source ran.
   int IndexOfId(uint64_t id) const;
-  std::unordered_map<uint64_t, int> id_index;
+  IdIndex id_index;
 };
 
 }  // namespace sockpressure

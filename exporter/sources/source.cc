@@ -36,8 +36,7 @@ absl::Status WithProcFile(const std::string& root, absl::string_view relative,
 }
 
 int Sample::IndexOfId(uint64_t id) const {
-  auto it = id_index.find(id);
-  return it == id_index.end() ? -1 : it->second;
+  return id_index.Find(id);
 }
 
 absl::string_view CgroupModeName(CgroupMode mode) {

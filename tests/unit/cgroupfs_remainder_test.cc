@@ -328,5 +328,27 @@ TEST(CgroupfsRemainderTest, SameCgroupsAsLastOnlyWhenTheTreeKeptItsShape) {
   EXPECT_FALSE(s.cgroups_same_as_last) << "a removed cgroup";
 }
 
+// The id index of a sample with the same cgroups as the last is the last
+// one's, shared; it still finds every cgroup, and a new cgroup gets a new one.
+TEST(CgroupfsRemainderTest, IdIndexSharedWhileTheTreeKeepsItsShape) {
+  Tree t;
+  std::unique_ptr<Source> src = t.Agent();
+  Sample first = Take(*src);
+  Sample second = Take(*src);
+  ASSERT_TRUE(second.cgroups_same_as_last);
+  for (size_t i = 0; i < second.cgroups.size(); ++i) {
+    EXPECT_EQ(second.IndexOfId(second.cgroups[i].id), static_cast<int>(i)) << second.cgroups[i].path.str();
+  }
+  EXPECT_EQ(first.IndexOfId(first.cgroups.back().id), static_cast<int>(first.cgroups.size() - 1));
+  WriteFile(t.root / "p" / "new" / "memory.stat", "pgscan 0\npgsteal 0\n");
+  t.Reclaim("p/new", 10, 1);
+  Sample third = Take(*src);
+  const CgroupReading* added = FindCgroup(third, "/p/new");
+  ASSERT_NE(added, nullptr);
+  EXPECT_EQ(third.IndexOfId(added->id), static_cast<int>(added - third.cgroups.data()));
+  EXPECT_EQ(second.IndexOfId(added->id), -1) << "the earlier sample's index is not changed";
+  EXPECT_EQ(third.id_index.size(), third.cgroups.size());
+}
+
 }  // namespace
 }  // namespace sockpressure

@@ -20,8 +20,12 @@ bool IsDir(const std::string& p) {
 }  // namespace
 
 void CgroupMapper::Begin(const Sample& sample) {
+  (void)sample;
+  // Built at the first id that is not a memory cgroup's own (v1, or a child
+  // without the memory controller): on v2 most censuses never need it, and
+  // a copy of every path per census would cost what the walk saved.
   by_path_.clear();
-  for (const CgroupReading& c : sample.cgroups) by_path_[c.path] = c.id;
+  by_path_built_ = false;
   MemoryHierarchy h = DetectMemoryHierarchy(cgroupfs_);
   unified_root_ = !h.v1 ? h.root : JoinPath(cgroupfs_, "unified");
   if (h.v1 && !IsDir(unified_root_)) unified_root_.clear();
@@ -39,6 +43,10 @@ uint64_t CgroupMapper::Map(uint64_t id2, const Sample& sample) {
     it = paths_.find(id2);
   }
   if (it == paths_.end()) return sample.cgroups[0].id;  // unknown (e.g. net_cls id 1): root
+  if (!by_path_built_) {
+    for (const CgroupReading& c : sample.cgroups) by_path_[c.path] = c.id;
+    by_path_built_ = true;
+  }
   std::string p = it->second;
   for (;;) {
     auto m = by_path_.find(p);

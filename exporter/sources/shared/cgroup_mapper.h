@@ -40,7 +40,7 @@ class CgroupMapper {
   void Rescan();
 
   std::string cgroupfs_, unified_root_;
-  bool v1_ = false, rescanned_ = false;
+  bool v1_ = false, rescanned_ = false, by_path_built_ = false;
   std::unordered_map<std::string, uint64_t> by_path_;
   std::unordered_map<uint64_t, std::string> paths_;
 };
