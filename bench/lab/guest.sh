@@ -66,7 +66,9 @@ until wget -q -O /dev/null $URL/readyz 2>/dev/null; do
 done
 log ready seconds=$(awk -v a=$t0 -v b=$(now) 'BEGIN{printf "%.2f", b-a}')
 
-samples() { wget -q -O - $URL/metrics | awk '$1=="sockpressure_samples_total"{print $2}'; }
+# The sample sequence from the JSON API's throttled-cgroups list (small), so that counting samples
+# does not stretch the window by a scrape of every cgroup's series.
+samples() { wget -q -O - "$URL/api/v1/cgroups?pressure=1" | tr ',' '\n' | sed -n 's/.*"sampleSequence": *"*\([0-9]*\).*/\1/p'; }
 ticks() { awk '{print $14 + $15}' /proc/$PID/stat; }
 status() { awk -v k="$1:" '$1==k{print $2}' /proc/$PID/status; }
 
@@ -92,9 +94,8 @@ for pct in $PHASES; do
   log peer $peer
   s1=$(samples); c1=$(ticks); w1=$(now)
   sleep "$WINDOW"
-  c2=$(ticks); w2=$(now)
+  c2=$(ticks); s2=$(samples); w2=$(now)
   wget -q -O /tmp/metrics $URL/metrics
-  s2=$(awk '$1=="sockpressure_samples_total"{print $2}' /tmp/metrics)
   # Seen: the agent reports reclaim scanning on every reclaiming container (events too, if any).
   seen=0 events=0
   if [ "$running" -gt 0 ]; then
