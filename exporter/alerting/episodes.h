@@ -169,7 +169,8 @@ class EpisodeTracker {
   void MatchCgroups(const Snapshot& s);
   std::vector<Deltas> TakeDeltas(const Snapshot& s, const std::vector<uint32_t>& visit,
                                  std::vector<Reclaim>* reclaiming);
-  // The watched cgroups among those just visited (and the watched ones kept).
+  // The cgroups to visit next time even if their views do not change,
+  // chosen among those just visited (which include every watched one).
   void Rewatch(const Snapshot& s, const std::vector<uint32_t>& visit);
   static void KeepBiggestReclaimers(std::vector<Reclaim>& reclaiming);
   void Follow(const CgroupView& c, PerCgroup& pc, const Deltas& d, const std::vector<Reclaim>& reclaiming,

@@ -129,6 +129,21 @@ class CgroupTable {
   // Created non-const, so that Mutable() may write it while unshared.
   void push_back(CgroupView v) { views_.push_back(std::make_shared<CgroupView>(std::move(v))); }
   void push_back(Shared v) { views_.push_back(std::move(v)); }
+  // The views as values, moved out of those this table alone holds (every
+  // view is made non-const by push_back), copied from the shared ones.
+  std::vector<CgroupView> Release() && {
+    std::vector<CgroupView> out;
+    out.reserve(views_.size());
+    for (Shared& v : views_) {
+      if (v.use_count() == 1) {
+        out.push_back(std::move(const_cast<CgroupView&>(*v)));
+      } else {
+        out.push_back(*v);
+      }
+    }
+    views_.clear();
+    return out;
+  }
   // For building (tests, folding): view i, copied first when another table
   // shares it (or it was shared in const), so no other table sees the write.
   CgroupView& Mutable(size_t i) {

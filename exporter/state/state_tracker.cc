@@ -267,7 +267,7 @@ void StateTracker::ApplyTierEntries(const Sample& sample, const std::vector<Cgro
   });
   each(sample.census, [](CgroupState& st, Tier tier, const SocketCensus& cur) {
     std::optional<SocketCensus>& c = st.values[tier].census;
-    if (c && c->sockets == cur.sockets && c->clamped == cur.clamped) return false;
+    if (c && SameCounters(*c, cur)) return false;
     c = cur;
     return true;
   });
@@ -355,7 +355,7 @@ bool StateTracker::Incremental(const Sample& sample, bool reused, const Snapshot
 }
 
 void StateTracker::Views(Sample& sample, const std::vector<CgroupState*>& states, bool incremental,
-                         std::vector<uint8_t>& dirty, Snapshot& snap) const {
+                         const std::vector<uint8_t>& dirty, Snapshot& snap) const {
   const size_t n = sample.cgroups.size();
   snap.cgroups.reserve(n);
   const Snapshot* last = incremental ? last_snap_.get() : nullptr;
@@ -481,10 +481,9 @@ void StateTracker::Fold(const Sample& sample, const std::vector<CgroupState*>& s
   std::vector<FoldMemory*> memory;
   memory.reserve(states.size());
   for (CgroupState* st : states) memory.push_back(&st->fold);
-  // Folding re-indexes the views: never incremental (Incremental()).
-  std::vector<CgroupView> views;
-  views.reserve(snap.cgroups.size());
-  for (const CgroupView& v : snap.cgroups) views.push_back(v);
+  // Folding re-indexes the views: never incremental (Incremental()), so
+  // this sample's views are its own and move.
+  std::vector<CgroupView> views = std::move(snap.cgroups).Release();
   snap.cgroups = CgroupTable();
   for (CgroupView& v : FoldUnexported(sample, memory, std::move(views))) snap.cgroups.push_back(std::move(v));
 }

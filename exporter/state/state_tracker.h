@@ -92,7 +92,7 @@ class StateTracker {
   // The snapshot's views: new ones for dirty cgroups (and those below a
   // cgroup whose pressure flag changed), the last snapshot's otherwise.
   void Views(Sample& sample, const std::vector<CgroupState*>& states, bool incremental,
-             std::vector<uint8_t>& dirty, Snapshot& snap) const;
+             const std::vector<uint8_t>& dirty, Snapshot& snap) const;
   // The other steps of Update(), in order.
   void NodeFacts(const Sample& sample, Snapshot& snap) const;
   // *reused: the last sample's matching stands (the same cgroups, in order).

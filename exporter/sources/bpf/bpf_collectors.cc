@@ -66,7 +66,7 @@ class BpfCensusSource final : public Source {
     }
     TcpCensusResult r = census_->Run(netns_.List());
     if (absl::Status st = r.Check("bpf_census", "walked", &logged_); !st.ok()) return st;
-    mapper_.Begin(sample);
+    mapper_.Begin();
     auto& out = sample.census[Tier::kIter];
     for (const auto& [id, c] : r.by_memcg) out[id] += c;  // charged: already a memory cgroup id
     mapper_.AddCensus(r.by_cgroup2, sample, out);

@@ -19,8 +19,7 @@ bool IsDir(const std::string& p) {
 
 }  // namespace
 
-void CgroupMapper::Begin(const Sample& sample) {
-  (void)sample;
+void CgroupMapper::Begin() {
   // Built at the first id that is not a memory cgroup's own (v1, or a child
   // without the memory controller): on v2 most censuses never need it, and
   // a copy of every path per census would cost what the walk saved.

@@ -25,7 +25,7 @@ class CgroupMapper {
   explicit CgroupMapper(std::string cgroupfs) : cgroupfs_(std::move(cgroupfs)) {}
 
   // Call once per sample before Map().
-  void Begin(const Sample& sample);
+  void Begin();
   // Returns the memory cgroup id, or 0 when there are no memory cgroups.
   uint64_t Map(uint64_t id2, const Sample& sample);
   bool v1() const { return v1_; }

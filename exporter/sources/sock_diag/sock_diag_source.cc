@@ -130,7 +130,7 @@ class SockDiagSource final : public Source {
     logged_skip_ = false;  // say it again if the iterator fails and comes back
     TcpCensusResult raw = CensusAllNamespaces(paths_, true, &netns_);
     if (absl::Status st = raw.Check("sock_diag", "readable", &logged_); !st.ok()) return st;
-    mapper_.Begin(sample);
+    mapper_.Begin();
     if (mapper_.v1() && !logged_hybrid_) {
       logged_hybrid_ = true;
       SP_LOG_INFO("sock_diag: memory controller on cgroup v1: socket cgroup ids (unified hierarchy) are "
