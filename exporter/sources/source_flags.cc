@@ -52,7 +52,8 @@ void RegisterSourceFlags(FlagSet* flags, SourceFlags* f) {
                 "On Kubernetes: all, pod (pod cgroups, containers folded into them) or container (container cgroups, "
                 "not their pods); cgroups outside pods are always exported.");
   flags->Bool("signal.all-tiers", &f->all_tiers,
-              "Also export every live tier's per-cgroup verdicts side by side (sockpressure_tier_*{source}).");
+              "Also export every live tier's per-cgroup verdicts side by side (sockpressure_tier_*{source}); the cgroup "
+              "iterator, which visits every memcg, then runs beside a vmpressure probe too.");
   flags->String("bpf.vmpressure-attach", &f->bpf_vmpressure_attach,
                 "eBPF attach types to try for vmpressure(), best first (fentry, kprobe).");
   flags->String("bpf.clamps-attach", &f->bpf_clamps_attach,
