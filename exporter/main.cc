@@ -23,6 +23,7 @@
 #include "exporter/alerting/episodes.h"
 #include "exporter/cli/flag_set.h"
 #include "exporter/common/logging.h"
+#include "exporter/common/thread_privilege.h"
 #include "exporter/identity/cgroup_filter.h"
 #include "exporter/identity/kubelet_client.h"
 #include "exporter/outputs/http_flags.h"
@@ -30,6 +31,7 @@
 #include "exporter/outputs/metrics_endpoint.h"
 #include "exporter/sampler/sampler.h"
 #include "exporter/sources/shared/capabilities.h"
+#include "exporter/sources/shared/privileged_worker.h"
 #include "exporter/sources/source_flags.h"
 #include "exporter/state/state_tracker.h"
 #include "exporter/version.h"
@@ -167,17 +169,10 @@ struct Agent {
   std::unique_ptr<HttpServer> server;
 };
 
-// The collectors, the kubelet identity and the sampler over them. The
-// privileged set-up (eBPF loads and attaches) is done in the collectors'
-// factories: every capability no collector declared is dropped, bounding set
-// included, right after them and before any thread starts, so that every
-// thread inherits it.
+// The kubelet identity and the sampler, still without collectors (those
+// load eBPF programs, which takes seconds under emulation: the agent serves
+// meanwhile).
 absl::Status BuildSampler(const Options& opt, const SourceContext& ctx, Agent& agent) {
-  std::vector<std::string> enabled;
-  std::vector<std::unique_ptr<Source>> sources = NewEnabledSources(ctx, &enabled);
-  SP_LOG_INFO("starting sockpressure_exporter ", kVersion, " (revision ", kRevision, "); collectors: ",
-              absl::StrJoin(enabled, ","));
-  DropUnneededCapabilities();
   absl::StatusOr<std::unique_ptr<KubeIdentityResolver>> identity = StartKubeIdentity(opt.kubelet, std::getenv("NODE_IP"));
   if (!identity.ok()) return identity.status();
   agent.identity = std::move(*identity);
@@ -185,8 +180,25 @@ absl::Status BuildSampler(const Options& opt, const SourceContext& ctx, Agent& a
   // doctor compares two consecutive samples: every collector reads both.
   const uint64_t context_every =
       opt.doctor ? 1 : static_cast<uint64_t>(std::max(1.0, ctx.context_seconds / ctx.interval_seconds));
-  agent.sampler = std::make_unique<Sampler>(std::move(sources), std::move(tracker), ctx.interval_seconds, context_every);
+  agent.sampler = std::make_unique<Sampler>(std::vector<std::unique_ptr<Source>>{}, std::move(tracker),
+                                            ctx.interval_seconds, context_every);
   return absl::OkStatus();
+}
+
+// The collectors. Their factories do the privileged set-up (eBPF loads and
+// attaches) on this thread; then every capability no collector declared is
+// dropped, the privileged worker starts with what is left (it inherits this
+// thread's set), and this thread, which from here on only waits for
+// signals, gives up the rest. The threads started before dropped everything
+// when they started (common/thread_privilege.h).
+void AddCollectors(const SourceContext& ctx, Agent& agent) {
+  std::vector<std::string> enabled;
+  std::vector<std::unique_ptr<Source>> sources = NewEnabledSources(ctx, &enabled);
+  SP_LOG_INFO("collectors: ", absl::StrJoin(enabled, ","));
+  DropUnneededCapabilities();
+  if (CapabilityRequests() > 0) PrivilegedWorker::Get().Start();
+  EnterUnprivilegedThread(nullptr);
+  agent.sampler->AddSources(std::move(sources));
 }
 
 // So that pods running at start-up have names from the first sample; an
@@ -311,10 +323,14 @@ int Run(int argc, char** argv) {
   // otherwise only a cgroup whose reclaim moved has them read.
   ctx->cgroup_context = opt.http.context || opt.doctor;
   const sigset_t stop_signals = BlockStopSignals();
+  SP_LOG_INFO("starting sockpressure_exporter ", kVersion, " (revision ", kRevision, ")");
   Agent agent;
   absl::Status built = BuildSampler(opt, *ctx, agent);
   if (!built.ok()) return Fail(built);
-  if (opt.doctor) return Doctor(*ctx, agent);
+  if (opt.doctor) {
+    AddCollectors(*ctx, agent);
+    return Doctor(*ctx, agent);
+  }
   LogFirstSample(*agent.sampler);
   built = BuildOutputs(opt, *ctx, *http, agent);
   if (!built.ok()) return Fail(built);
@@ -323,6 +339,7 @@ int Run(int argc, char** argv) {
     SP_LOG_ERROR(serving.message());
     return 1;
   }
+  AddCollectors(*ctx, agent);
   StartSampling(agent);
   return WaitForStop(stop_signals, agent);
 }

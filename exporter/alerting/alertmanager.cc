@@ -22,6 +22,7 @@
 #include "exporter/common/file_reader.h"
 #include "exporter/common/logging.h"
 #include "exporter/common/stop_thread.h"
+#include "exporter/common/thread_privilege.h"
 
 namespace sockpressure {
 
@@ -293,6 +294,9 @@ void AlertmanagerPusher::Forget() {
 }
 
 void AlertmanagerPusher::Run() {
+  // Talks to Alertmanager and reads its answers: holds no capability
+  // (thread_privilege.h).
+  EnterUnprivilegedThread("sp-alertmgr");
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
     for (auto& t : targets_) {

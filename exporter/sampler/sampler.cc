@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "exporter/common/logging.h"
 #include "exporter/common/stop_thread.h"
+#include "exporter/common/thread_privilege.h"
 #include "exporter/common/memory.h"
 
 namespace sockpressure {
@@ -25,8 +26,16 @@ Sampler::Sampler(std::vector<std::unique_ptr<Source>> sources, std::unique_ptr<S
                  double interval_seconds, uint64_t context_every)
     : sources_(std::move(sources)), tracker_(std::move(tracker)), interval_seconds_(interval_seconds),
       gate_(context_every) {
-  for (size_t i = 0; i < sources_.size(); ++i) {
-    (CadenceOf(sources_[i]->name()) == CollectorCadence::kContext ? context_ : every_cycle_).push_back(i);
+  std::vector<std::unique_ptr<Source>> given = std::move(sources_);
+  sources_.clear();
+  AddSources(std::move(given));
+}
+
+void Sampler::AddSources(std::vector<std::unique_ptr<Source>> sources) {
+  std::lock_guard<std::mutex> cycle(cycle_mu_);
+  for (std::unique_ptr<Source>& s : sources) {
+    (CadenceOf(s->name()) == CollectorCadence::kContext ? context_ : every_cycle_).push_back(sources_.size());
+    sources_.push_back(std::move(s));
   }
 }
 
@@ -95,7 +104,7 @@ std::shared_ptr<const Snapshot> Sampler::SampleOnce() {
     }
     gate_.Saw(sample);
   }
-  double cpu = Now(CLOCK_THREAD_CPUTIME_ID) - cpu_start;
+  double cpu = Now(CLOCK_THREAD_CPUTIME_ID) - cpu_start + sample.worker_cpu_seconds;
   std::shared_ptr<const Snapshot> snap =
       ReleasingMemory(tracker_->Update(std::move(sample), std::move(results), cpu));
   std::vector<Listener> listeners;
@@ -140,6 +149,9 @@ void Sampler::Start() {
 void Sampler::Stop() { StopAndJoin(stop_mu_, stop_cv_, stopping_, thread_); }
 
 void Sampler::Run() {
+  // The sampler reads what the kernel and other processes wrote; the
+  // collectors that need a capability collect on the privileged worker.
+  EnterUnprivilegedThread("sp-sample");
   // The first cycle at once: until it is published the agent answers only
   // /healthz (alive) and /readyz (not ready).
   if (!Latest()) SampleOnce();

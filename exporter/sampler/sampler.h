@@ -39,6 +39,10 @@ class Sampler {
           double interval_seconds, uint64_t context_every = 1);
   ~Sampler();
 
+  // Appends sources after construction (call before Start()): the agent
+  // builds its sampler, and serves, before the eBPF programs are loaded.
+  void AddSources(std::vector<std::unique_ptr<Source>> sources);
+
   // Runs one cycle on the calling thread (tests, `doctor`).
   std::shared_ptr<const Snapshot> SampleOnce();
 

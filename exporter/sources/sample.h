@@ -218,6 +218,9 @@ struct Sample {
   std::vector<ProbeStatus> probes;
   std::vector<ProgramStats> program_stats;
   uint64_t events_lost = 0;  // cumulative, from all BPF sources
+  // CPU time collectors spent on the privileged worker for this sample
+  // (the sampler measures its own thread).
+  double worker_cpu_seconds = 0;
 
   // Index of a cgroup id in `cgroups`, or -1. Valid after the cgroupfs source ran.
   int IndexOfId(uint64_t id) const;

@@ -1,11 +1,15 @@
 #include "exporter/sources/source_flags.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <initializer_list>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "exporter/sources/shared/capabilities.h"
+#include "exporter/sources/shared/privileged_worker.h"
 
 namespace sockpressure {
 namespace {
@@ -22,6 +26,35 @@ absl::Status ParseAttachList(const char* flag, const std::string& text,
   }
   return absl::OkStatus();
 }
+
+// A collector that needs a capability to collect, run on the privileged
+// worker (shared/privileged_worker.h), so that the sampler thread needs
+// none. Its CPU time there is added to the sample's.
+class OnPrivilegedWorker : public Source {
+ public:
+  explicit OnPrivilegedWorker(std::unique_ptr<Source> source) : source_(std::move(source)) {}
+  absl::string_view name() const override { return source_->name(); }
+  absl::Status Collect(Sample& sample) override {
+    absl::Status status;
+    double cpu = 0;
+    std::string err = PrivilegedWorker::Get().Run([&] {
+      const double start = ThreadCpuSeconds();
+      status = source_->Collect(sample);
+      cpu = ThreadCpuSeconds() - start;
+    });
+    sample.worker_cpu_seconds += cpu;
+    if (!err.empty() && status.ok()) return absl::InternalError(err);
+    return status;
+  }
+
+ private:
+  static double ThreadCpuSeconds() {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  }
+  std::unique_ptr<Source> source_;
+};
 
 }  // namespace
 
@@ -104,7 +137,9 @@ std::vector<std::unique_ptr<Source>> NewEnabledSources(const SourceContext& ctx,
   std::vector<std::unique_ptr<Source>> sources;
   for (const SourceRegistration& r : RegisteredSources()) {
     if (!ctx.collectors.count(r.name)) continue;
+    const int requests = CapabilityRequests();
     if (std::unique_ptr<Source> s = r.factory(ctx)) {
+      if (CapabilityRequests() != requests) s = std::make_unique<OnPrivilegedWorker>(std::move(s));
       names->push_back(r.name);
       sources.push_back(std::move(s));
     }

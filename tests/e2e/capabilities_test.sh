@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Every thread of the running agent holds exactly the capabilities the agent
-# says it kept (CapEff and CapBnd in /proc/PID/task/*/status), in several
-# collector configurations, and that set is within what docs/threat-model.md documents
-# for the configuration. Needs root: that is where the drop matters.
+# Only one thread of the running agent, the privileged worker sp-priv, holds
+# the capabilities the agent says it kept (CapEff/CapPrm in
+# /proc/PID/task/*/status); every other thread holds none; every thread has
+# NoNewPrivs 1 and is named; in several collector configurations, and the kept
+# set is within what docs/threat-model.md documents for the configuration.
+# Needs root: that is where the drop matters.
 AGENT="$1"
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (capabilities are only dropped from a privileged process)"
@@ -37,18 +39,41 @@ run_config() {
   kept="$(sed -n 's/.*kept capabilities mask 0x\([0-9a-f]*\).*/\1/p' "$WORK/agent-$port.log" | head -1)"
   [ -n "$kept" ] || { cat "$WORK/agent-$port.log" >&2; fail "$name: the agent did not log its kept capabilities"; }
   (( (0x$kept & ~max) == 0 )) || fail "$name: kept 0x$kept, more than documented $(hex "$max")"
-  local n=0 task eff bnd prm
+  # Only the privileged worker (sp-priv) holds what the agent kept; every
+  # other thread holds nothing, and every thread has no_new_privs and a
+  # bounding set within what was kept. Every thread but main is named.
+  local n=0 privileged=0 task tid comm eff bnd prm nnp names=""
   for task in /proc/"$pid"/task/*; do
+    tid="$(basename "$task")"
+    comm="$(cat "$task/comm")"
     eff="$(awk '/^CapEff/{print $2}' "$task/status")"
     prm="$(awk '/^CapPrm/{print $2}' "$task/status")"
     bnd="$(awk '/^CapBnd/{print $2}' "$task/status")"
-    [ "$eff" = "$(hex $((0x$kept)))" ] || fail "$name: thread $(basename "$task") ($(cat "$task/comm")) CapEff $eff, kept 0x$kept"
-    [ "$prm" = "$(hex $((0x$kept)))" ] || fail "$name: thread $(basename "$task") CapPrm $prm, kept 0x$kept"
-    [ "$bnd" = "$(hex $((0x$kept)))" ] || fail "$name: thread $(basename "$task") CapBnd $bnd, kept 0x$kept"
+    nnp="$(awk '/^NoNewPrivs/{print $2}' "$task/status")"
+    names="$names $comm"
+    if [ "$comm" = sp-priv ]; then
+      privileged=$((privileged + 1))
+      [ "$eff" = "$(hex $((0x$kept)))" ] || fail "$name: thread $tid ($comm) CapEff $eff, kept 0x$kept"
+      [ "$prm" = "$(hex $((0x$kept)))" ] || fail "$name: thread $tid ($comm) CapPrm $prm, kept 0x$kept"
+    else
+      [ "$eff" = "$(hex 0)" ] || fail "$name: thread $tid ($comm) CapEff $eff: only sp-priv may hold a capability"
+      [ "$prm" = "$(hex 0)" ] || fail "$name: thread $tid ($comm) CapPrm $prm: only sp-priv may hold a capability"
+    fi
+    (( (0x$bnd & ~0x$kept) == 0 )) || fail "$name: thread $tid ($comm) CapBnd $bnd, more than kept 0x$kept"
+    [ "$nnp" = 1 ] || fail "$name: thread $tid ($comm) NoNewPrivs $nnp"
+    if [ "$tid" != "$pid" ]; then
+      case "$comm" in sp-*) ;; *) fail "$name: thread $tid is not named (comm '$comm')";; esac
+    fi
     n=$((n + 1))
   done
   [ "$n" -ge 5 ] || fail "$name: expected the main, HTTP, sampler, identity and pusher threads, found $n"
-  echo "$name: $n threads, CapEff=CapPrm=CapBnd=$(hex $((0x$kept))) (documented at most $(hex "$max"))"
+  for want in sp-http sp-http-work sp-sample sp-kubelet sp-alertmgr; do
+    [[ " $names " == *" $want "* ]] || fail "$name: no thread named $want among:$names"
+  done
+  if (( 0x$kept != 0 )); then
+    [ "$privileged" = 1 ] || fail "$name: kept 0x$kept but $privileged sp-priv threads"
+  fi
+  echo "$name: $n threads ($names ), sp-priv CapEff=$(hex $((0x$kept))) (documented at most $(hex "$max")), the others none, NoNewPrivs 1"
   kill "$pid"; wait "$pid" 2>/dev/null || true
 }
 

@@ -85,4 +85,21 @@ stop_ms=$(( $(now_ms) - t1 ))
 echo "SIGTERM during the first sample: exit $rc after ${stop_ms} ms"
 [ "$rc" = 0 ] || fail "exit code $rc on SIGTERM"
 [ "$stop_ms" -lt 1500 ] || fail "SIGTERM during the first sample took ${stop_ms} ms"
+
+# On the live host, as root, the collectors load and verify their eBPF
+# programs (seconds under emulation, at every start): the agent serves
+# before that set-up, not after it.
+if [ "$(id -u)" = 0 ]; then
+  port="$(free_port)"
+  "$AGENT" --web.listen-address="127.0.0.1:$port" >"$WORK/live-$port.log" 2>&1 &
+  PIDS+=("$!")
+  wait_http "http://127.0.0.1:$port/readyz" 20 || { cat "$WORK/live-$port.log" >&2; fail "live agent never ready"; }
+  serving="$(grep -n "listening on" "$WORK/live-$port.log" | head -1 | cut -d: -f1)"
+  loaded="$(grep -n "collectors: " "$WORK/live-$port.log" | head -1 | cut -d: -f1)"
+  echo "live host: serving at log line $serving, collectors set up at line $loaded"
+  [ -n "$serving" ] && [ -n "$loaded" ] || { cat "$WORK/live-$port.log" >&2; fail "live agent log lacks its start-up lines"; }
+  [ "$serving" -lt "$loaded" ] || { cat "$WORK/live-$port.log" >&2; fail "the agent served only after its collectors' set-up"; }
+else
+  echo "live host: serving before the eBPF set-up not checked (needs root to load programs)"
+fi
 echo "PASS"

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "exporter/common/logging.h"
 #include "exporter/outputs/http/http_front_conn.h"
+#include "exporter/common/thread_privilege.h"
 
 // Requests and responses: a complete head is refused, answered inline or
 // queued for a worker; workers compute responses, and the I/O thread writes
@@ -241,6 +242,9 @@ HttpFront::Done HttpFront::Answer(Job job) {
 }
 
 void HttpFront::Work() {
+  // Runs the routes on what clients sent: holds no capability
+  // (thread_privilege.h).
+  EnterUnprivilegedThread("sp-http-work");
   // Workers yield the CPU to the I/O thread, which answers /healthz and
   // moves every byte: under a scrape burst the probe stays fast. (Per-thread
   // nice on Linux; raising it back would need CAP_SYS_NICE, never wanted.)

@@ -22,6 +22,7 @@ std::mutex mu;
 uint64_t needed = 0;
 std::string reasons;
 bool dropped = false;
+int requests = 0;
 
 // Debian's UAPI header may predate CAP_BPF (39) / CAP_PERFMON (38).
 constexpr int kCapLastKnown = 40;
@@ -50,19 +51,6 @@ int LastCap() {
   return last;
 }
 
-// Threads of this process (the "Threads:" line of /proc/self/status).
-int ThreadCount() {
-  FILE* f = std::fopen("/proc/self/status", "r");
-  if (f == nullptr) return -1;
-  char line[256];
-  int n = -1;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::sscanf(line, "Threads: %d", &n) == 1) break;
-  }
-  std::fclose(f);
-  return n;
-}
-
 }  // namespace
 
 uint64_t CapBit(int cap) { return uint64_t{1} << cap; }
@@ -80,7 +68,13 @@ uint64_t BpfRuntimeCapabilities() {
 void NeedCapabilities(uint64_t mask, const char* why) {
   std::lock_guard<std::mutex> lock(mu);
   needed |= mask;
+  if (mask != 0) ++requests;
   absl::StrAppend(&reasons, reasons.empty() ? "" : "; ", why, ": ", CapabilityNames(mask));
+}
+
+int CapabilityRequests() {
+  std::lock_guard<std::mutex> lock(mu);
+  return requests;
 }
 
 std::string MissingBpfPrivilege() {
@@ -140,11 +134,6 @@ std::string DropUnneededCapabilities() {
                                      CapabilityNames(permitted & ~keep), " from every set including the bounding set");
   if (!(permitted & CapBit(CAP_SETPCAP))) {
     absl::StrAppend(&summary, " (bounding set unchanged: CAP_SETPCAP was not granted)");
-  }
-  if (int threads = ThreadCount(); threads != 1) {
-    // capset() changes the calling thread only: threads started earlier keep
-    // what they had. main() drops before starting any thread; say so if not.
-    SP_LOG_WARN("capabilities dropped with ", threads, " threads running; only this thread is reduced");
   }
   SP_LOG_INFO(summary);
   return summary;

@@ -9,10 +9,12 @@
 // effective, permitted, inheritable, ambient and bounding sets.
 //
 // Capabilities are per thread in Linux (capset() changes the calling thread
-// only): main() drops right after the collector factories, on the main thread,
-// before it starts any thread (kubelet identity, HTTP, sampler, pusher), so
-// every thread inherits the reduced set. The reason for each kept capability
-// is documented in docs/threat-model.md ("Capabilities").
+// only): main() drops on the main thread right after the collector
+// factories, starts the privileged worker (privileged_worker.h), which
+// inherits the reduced set, and then drops everything itself. The threads
+// started before (HTTP, kubelet identity) dropped everything when they
+// started. The reason for each kept capability is documented in
+// docs/threat-model.md ("Capabilities").
 #pragma once
 
 #include <cstdint>
@@ -44,6 +46,9 @@ uint64_t BpfRuntimeCapabilities();
 
 // Adds to the set kept by DropUnneededCapabilities(). Thread-safe.
 void NeedCapabilities(uint64_t mask, const char* why);
+// How many NeedCapabilities() calls asked for a capability so far: a
+// collector factory that raised it collects on the privileged worker.
+int CapabilityRequests();
 
 // Drops everything not needed, once per process (later calls do nothing).
 // No-op (and returns an empty string) when the process is not privileged.

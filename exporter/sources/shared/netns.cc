@@ -9,15 +9,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "exporter/common/file_reader.h"
+#include "exporter/sources/shared/privileged_worker.h"
 
 namespace sockpressure {
 
@@ -95,78 +93,6 @@ std::vector<NetnsRef> ListNetworkNamespaces(const std::string& procfs, const std
   return NetnsScanner(procfs, run_netns_dirs, std::chrono::steady_clock::duration::zero()).List();
 }
 
-namespace {
-
-// One long-lived thread that enters other network namespaces for us.
-// setns() changes only the calling thread's namespace, so the sampler thread
-// never moves; a thread per census would cost a clone() every sample. After
-// each job the worker returns to the namespace it started in, so it never
-// pins a namespace whose pod is gone. Thread-safe: Run() serialises callers.
-class NamespaceWorker {
- public:
-  static NamespaceWorker& Get() {
-    static NamespaceWorker* w = new NamespaceWorker;  // lives as long as the process
-    return *w;
-  }
-
-  // Runs fn on the worker thread and waits for it. fn may setns(); the worker
-  // goes home afterwards. Returns "" or why the worker could not go home (it
-  // then ends, and the next Run() starts a fresh one).
-  std::string Run(const std::function<void()>& fn) {
-    std::lock_guard<std::mutex> serial(run_mu_);
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!thread_.joinable() || broken_) {
-      if (thread_.joinable()) {
-        lock.unlock();
-        thread_.join();
-        lock.lock();
-      }
-      broken_ = false;
-      thread_ = std::thread([this] { Loop(); });
-    }
-    job_ = &fn;
-    done_ = false;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return done_; });
-    return error_;
-  }
-
- private:
-  void Loop() {
-    // The namespace this thread starts in is the process's (the sampler's).
-    int home = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [&] { return job_ != nullptr; });
-      const std::function<void()>* job = job_;
-      lock.unlock();
-      (*job)();
-      std::string err;
-      if (home < 0 || ::setns(home, CLONE_NEWNET) != 0) {
-        err = absl::StrCat("network namespace worker cannot return home: ", std::strerror(errno));
-      }
-      lock.lock();
-      job_ = nullptr;
-      error_ = err;
-      done_ = true;
-      if (!err.empty()) broken_ = true;
-      cv_.notify_all();
-      if (broken_) break;
-    }
-    if (home >= 0) ::close(home);
-  }
-
-  std::mutex run_mu_;  // one Run() at a time
-  std::mutex mu_;      // guards the fields below
-  std::condition_variable cv_;
-  const std::function<void()>* job_ = nullptr;
-  bool done_ = false, broken_ = false;
-  std::string error_;
-  std::thread thread_;
-};
-
-}  // namespace
-
 std::vector<int> OpenInNamespaces(const std::vector<NetnsRef>& namespaces,
                                   const std::function<int(std::string* err)>& open, std::string* first_error) {
   std::vector<int> fds(namespaces.size(), -1);
@@ -186,7 +112,7 @@ std::vector<int> OpenInNamespaces(const std::vector<NetnsRef>& namespaces,
     }
   }
   if (!foreign) return fds;
-  std::string worker_error = NamespaceWorker::Get().Run([&] {
+  std::string worker_error = PrivilegedWorker::Get().Run([&] {
     for (size_t i = 0; i < namespaces.size(); ++i) {
       const NetnsRef& ns = namespaces[i];
       if (ns.own) continue;

@@ -3,9 +3,8 @@
 // inet_diag answers only for the network namespace of the netlink socket
 // (net/ipv4/inet_diag.c uses sock_net(skb->sk)), and pod sockets live in
 // their own namespaces. A netlink socket stays bound to the namespace it was
-// created in, so we create one per namespace from one long-lived worker
-// thread that setns()-es into each (and back); the sampler thread never
-// changes namespace and can dump through those sockets afterwards.
+// created in, so we create one per namespace from the privileged worker
+// (privileged_worker.h), which setns()-es into each and back.
 #pragma once
 
 #include <chrono>
@@ -58,8 +57,8 @@ class NetnsScanner {
 };
 
 // Calls open() once inside each namespace (in order): the caller's own
-// namespace on the calling thread, the others on a long-lived worker thread
-// that setns()-es there, and returns what it returned: an fd bound to
+// namespace on the calling thread, the others on the privileged worker,
+// which setns()-es there, and returns what it returned: an fd bound to
 // that namespace (a netlink socket, a BPF iterator), or -1 with *err set.
 // Entries are -1 also where the namespace vanished or setns() was refused.
 std::vector<int> OpenInNamespaces(const std::vector<NetnsRef>& namespaces,

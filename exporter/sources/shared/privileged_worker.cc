@@ -1,0 +1,109 @@
+#include "exporter/sources/shared/privileged_worker.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "exporter/common/logging.h"
+#include "exporter/common/thread_privilege.h"
+
+namespace sockpressure {
+
+struct PrivilegedWorker::Impl {
+  std::mutex run_mu;  // one Run() at a time
+  std::mutex mu;      // guards the fields below
+  std::condition_variable cv;
+  const std::function<void()>* job = nullptr;
+  bool done = false;
+  std::string stranded;  // why the worker could not go home; then it takes no job
+  bool started = false;
+  std::thread::id id;
+  int home = -1;  // this thread's network namespace when it started
+
+  // After a job: back to the namespace the worker started in.
+  std::string GoHome() {
+    if (home >= 0 && ::setns(home, CLONE_NEWNET) == 0) return "";
+    return absl::StrCat("the privileged worker cannot return to its network namespace: ",
+                        home < 0 ? "it could not open it" : std::strerror(errno));
+  }
+
+  void Loop() {
+    NameThisThread("sp-priv");
+    ForbidNewPrivileges();
+    home = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      cv.wait(lock, [&] { return job != nullptr; });
+      const std::function<void()>* fn = job;
+      lock.unlock();
+      (*fn)();
+      std::string err = GoHome();
+      lock.lock();
+      if (!err.empty() && stranded.empty()) {
+        stranded = err;
+        SP_LOG_ERROR(err, "; the census of other network namespaces stops");
+      }
+      job = nullptr;
+      done = true;
+      cv.notify_all();
+    }
+  }
+
+  void StartLocked() {
+    std::thread t([this] { Loop(); });
+    id = t.get_id();
+    t.detach();  // lives as long as the process, as the singleton does
+    started = true;
+  }
+};
+
+PrivilegedWorker& PrivilegedWorker::Get() {
+  static PrivilegedWorker* w = new PrivilegedWorker;  // lives as long as the process
+  return *w;
+}
+
+PrivilegedWorker::Impl* PrivilegedWorker::impl() {
+  static Impl* i = new Impl;
+  return i;
+}
+
+void PrivilegedWorker::Start() {
+  Impl* i = impl();
+  std::lock_guard<std::mutex> lock(i->mu);
+  if (!i->started) i->StartLocked();
+}
+
+bool PrivilegedWorker::OnWorker() const {
+  Impl* i = const_cast<PrivilegedWorker*>(this)->impl();
+  std::lock_guard<std::mutex> lock(i->mu);
+  return i->started && i->id == std::this_thread::get_id();
+}
+
+std::string PrivilegedWorker::Run(const std::function<void()>& fn) {
+  Impl* i = impl();
+  if (OnWorker()) {
+    fn();
+    std::string err = i->GoHome();
+    std::lock_guard<std::mutex> lock(i->mu);
+    if (!err.empty() && i->stranded.empty()) i->stranded = err;
+    return err;
+  }
+  std::lock_guard<std::mutex> serial(i->run_mu);
+  std::unique_lock<std::mutex> lock(i->mu);
+  if (!i->stranded.empty()) return i->stranded;
+  if (!i->started) i->StartLocked();
+  i->job = &fn;
+  i->done = false;
+  i->cv.notify_all();
+  i->cv.wait(lock, [&] { return i->done; });
+  return i->stranded;
+}
+
+}  // namespace sockpressure
