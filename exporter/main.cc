@@ -144,13 +144,16 @@ absl::Status OpenListenSocket(HttpOptions& http) {
   return absl::OkStatus();
 }
 
-// Blocks the stop signals before any thread starts, so that only the
-// sigwait() in WaitForStop receives them.
+// Blocks the stop signals, and SIGHUP, before any thread starts, so that
+// only the sigwait() in WaitForStop receives them. SIGHUP's default action
+// would end the agent without a word (a `systemctl reload`, a closed
+// terminal); it is logged and ignored instead.
 sigset_t BlockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   return stop_signals;
@@ -285,7 +288,11 @@ void StartSampling(Agent& agent) {
 
 int WaitForStop(const sigset_t& stop_signals, Agent& agent) {
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  for (;;) {
+    sigwait(&stop_signals, &sig);
+    if (sig != SIGHUP) break;
+    SP_LOG_INFO("received SIGHUP: ignored (no configuration is reloaded; restart the agent to change it)");
+  }
   SP_LOG_INFO("received signal ", sig, ", shutting down");
   agent.server->Stop();
   if (!agent.sampler->Latest()) {
