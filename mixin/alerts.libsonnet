@@ -4,6 +4,22 @@
   prometheusAlerts+:: {
     local c = $._config,
     local W = c.rateWindow,
+    local S = c.agentSelector,
+    // Labels a join between two of the agent's series matches on: the
+    // cluster and the selector's labels (a global ruler must not pair one
+    // cluster's cgroup or node with another's), then its own, each once.
+    local joinLabels(labels) = std.foldl(function(acc, l) if std.member(acc, l) then acc else acc + [l],
+                                         [c.clusterLabel] + c.agentSelectorLabels + labels,
+                                         []),
+    local on(labels) = std.join(', ', joinLabels(labels)),
+    // An annotation's query for the alert's own series: the selector, and
+    // the join labels pinned to the alert's values (printf's matchers and
+    // arguments). A label the alert lacks pins to "", which PromQL matches
+    // as absent, so a Prometheus without a cluster label is served too.
+    local pinned(labels) = {
+      matchers: std.join(', ', [S] + ['%s=%%q' % l for l in joinLabels(labels)]),
+      args: std.join(' ', ['$labels.' + l for l in joinLabels(labels)]),
+    },
     local runbook(page, alert) = c.runbookURLPattern % { page: page, anchor: std.asciiLower(alert) },
     local seconds(d) =
       local n = std.parseInt(std.substr(d, 0, std.length(d) - 1));
@@ -16,7 +32,8 @@
     // without CONFIG_LRU_GEN): in the lab, MGLRU on left the hot cgroup
     // unscanned on 6.1 but not on 6.12 (tests/lab/README.md).
     local mglruNote =
-      'Reclaim: {{ with printf "sockpressure_node_mglru_enabled{instance=%q}" $labels.instance | query }}'
+      local node = pinned(['job', 'instance']);
+      'Reclaim: {{ with printf `sockpressure_node_mglru_enabled{%s}` %s | query }}' % [node.matchers, node.args]
       + '{{ if eq (. | first | value) 1.0 }}MGLRU on (it still scans hot anon on 6.12, not on 6.1)'
       + '{{ else }}classic LRUs (MGLRU off), which scan hot anon{{ end }}'
       + '{{ else }}classic LRUs (no MGLRU in this kernel){{ end }}.',
@@ -28,13 +45,14 @@
     // switch from one signal to the other (pressure dips below its threshold
     // while clamps continue) resolved the alert and paged again after `for`.
     local throttledExpr(ratio, clamps) =
-      'cgroup:sockpressure_socket_pressure:ratio_rate%s > %g\nor on(job, instance, cgroup)\ncgroup:sockpressure_tcp_window_clamps:rate%s > %g'
-      % [W, ratio, W, clamps],
+      'cgroup:sockpressure_socket_pressure:ratio_rate%s{%s} > %g\nor on(%s)\ncgroup:sockpressure_tcp_window_clamps:rate%s{%s} > %g'
+      % [W, S, ratio, on(['job', 'instance', 'cgroup']), W, S, clamps],
     // Template guard: is the socket-pressure side (the left of the `or`, so
     // the one $value comes from) above its threshold for this cgroup?
     local pressureQuery(ratio) =
-      '{{ with printf `cgroup:sockpressure_socket_pressure:ratio_rate%s{job=%%q,instance=%%q,cgroup=%%q} > %g` $labels.job $labels.instance $labels.cgroup | query }}'
-      % [W, ratio],
+      local cg = pinned(['job', 'instance', 'cgroup']);
+      '{{ with printf `cgroup:sockpressure_socket_pressure:ratio_rate%s{%s} > %g` %s | query }}'
+      % [W, cg.matchers, ratio, cg.args],
     local throttledSignal(ratio) = pressureQuery(ratio) + 'socket_pressure{{ else }}window_clamps{{ end }}',
     local throttledValue(ratio) =
       pressureQuery(ratio) + 'was under socket pressure {{ $value | humanizePercentage }} of the time'
@@ -73,8 +91,8 @@
           alert: 'SockPressureReclaimScanWithoutReclaim',
           // Joined per node: swap is a node property. Without swap the anon
           // LRUs are not scanned and this pattern is rare.
-          expr: 'cgroup:sockpressure_memcg_scan_without_reclaim:ratio_rate%s > %g\nand cgroup:sockpressure_memcg_reclaim_scanned_pages:rate%s * %d >= %d\nand on(job, instance) (sockpressure_node_swap_enabled == 1)'
-                % [W, c.scanWithoutReclaimRatio, W, seconds(W), c.scanMinPagesPerWindow],
+          expr: 'cgroup:sockpressure_memcg_scan_without_reclaim:ratio_rate%s{%s} > %g\nand cgroup:sockpressure_memcg_reclaim_scanned_pages:rate%s{%s} * %d >= %d\nand on(%s) (sockpressure_node_swap_enabled{%s} == 1)'
+                % [W, S, c.scanWithoutReclaimRatio, W, S, seconds(W), c.scanMinPagesPerWindow, on(['job', 'instance']), S],
           'for': c.scanWithoutReclaimFor,
           labels: { severity: 'warning' },
           annotations: {
@@ -86,7 +104,7 @@
         },
         {
           alert: 'SockPressureGlobalTCPMemoryPressure',
-          expr: 'rate(sockpressure_node_tcp_memory_pressure_seconds_total[%s]) > %g' % [W, c.globalTCPPressureRatio],
+          expr: 'rate(sockpressure_node_tcp_memory_pressure_seconds_total{%s}[%s]) > %g' % [S, W, c.globalTCPPressureRatio],
           'for': c.globalTCPPressureFor,
           labels: { severity: 'warning' },
           annotations: {
@@ -101,7 +119,8 @@
           // them those alerts are blind on this node. Not on cgroup v1/hybrid
           // nodes (memory controller on v1): the kernel only arms memcg socket
           // pressure on cgroup v2, so there is nothing to observe or do.
-          expr: 'sockpressure_signal_source{signal=~"reclaim|socket_pressure", source="none"} == 1\nunless on(job, instance) sockpressure_node_info{cgroup_mode=~"legacy|hybrid"}',
+          expr: 'sockpressure_signal_source{%s, signal=~"reclaim|socket_pressure", source="none"} == 1\nunless on(%s) sockpressure_node_info{%s, cgroup_mode=~"legacy|hybrid"}'
+                % [S, on(['job', 'instance']), S],
           'for': c.signalUnavailableFor,
           labels: { severity: 'warning' },
           annotations: {
@@ -115,7 +134,8 @@
           // Info only: running on the memory.stat estimate or without clamp
           // counts is a legitimate configuration (no BTF, --no-collector.bpf),
           // but someone troubleshooting should know the numbers are weaker.
-          expr: 'sockpressure_signal_source{signal="socket_pressure", source="memory_stat"} == 1\nor sockpressure_signal_source{signal=~"window_clamps|clamped_sockets", source="none"} == 1',
+          expr: 'sockpressure_signal_source{%s, signal="socket_pressure", source="memory_stat"} == 1\nor sockpressure_signal_source{%s, signal=~"window_clamps|clamped_sockets", source="none"} == 1'
+                % [S, S],
           'for': c.signalDegradedFor,
           labels: { severity: 'info' },
           annotations: {
@@ -126,7 +146,7 @@
         },
         {
           alert: 'SockPressureAgentCollectorFailing',
-          expr: 'sockpressure_collector_success == 0',
+          expr: 'sockpressure_collector_success{%s} == 0' % S,
           'for': c.collectorFailingFor,
           labels: { severity: 'warning' },
           annotations: {
@@ -140,7 +160,7 @@
           // The HTTP server can keep answering while the sampler thread is
           // stuck (e.g. blocked on a hung cgroupfs read); metrics then freeze
           // instead of disappearing.
-          expr: 'time() - sockpressure_last_sample_timestamp_seconds > %d' % c.samplerStaleSeconds,
+          expr: 'time() - sockpressure_last_sample_timestamp_seconds{%s} > %d' % [S, c.samplerStaleSeconds],
           'for': c.samplerStalledFor,
           labels: { severity: 'warning' },
           annotations: {
@@ -151,7 +171,7 @@
         },
         {
           alert: 'SockPressureAgentCgroupsUntracked',
-          expr: 'sockpressure_cgroups_untracked > 0',
+          expr: 'sockpressure_cgroups_untracked{%s} > 0' % S,
           'for': c.cgroupsUntrackedFor,
           labels: { severity: 'warning' },
           annotations: {
@@ -162,7 +182,7 @@
         },
         {
           alert: 'SockPressureAgentDown',
-          expr: 'up{%s} == 0' % c.agentSelector,
+          expr: 'up{%s} == 0' % S,
           'for': c.agentDownFor,
           labels: { severity: 'warning' },
           annotations: {
@@ -173,7 +193,7 @@
         },
         {
           alert: 'SockPressureAgentAbsent',
-          expr: 'absent(up{%s} == 1)' % c.agentSelector,
+          expr: 'absent(up{%s} == 1)' % S,
           'for': c.agentAbsentFor,
           labels: { severity: 'warning' },
           annotations: {
@@ -181,7 +201,7 @@
             // Saying how many targets are known separates "DaemonSet or
             // ServiceMonitor gone" (0) from "all pods failing" (> 0).
             description: 'No target of %s has been up for %s ({{ with query `count(up{%s})` }}{{ . | first | value | humanize }}{{ else }}0{{ end }} discovered); socket-pressure monitoring is off for the whole cluster.'
-                         % [c.agentSelector, c.agentAbsentFor, c.agentSelector],
+                         % [S, c.agentAbsentFor, S],
             runbook_url: runbook('agent-absent', 'SockPressureAgentAbsent'),
           },
         },

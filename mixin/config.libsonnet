@@ -1,14 +1,50 @@
 // Everything a user may want to change when importing the mixin, in one place.
 // Thresholds are documented next to their value; alerts/README.md explains the
 // timing they produce and tests/monitoring/rules_test.yaml pins them.
+
+// The label names a selector matches on: 'job="a", env=~"b,c"' -> ['env', 'job'].
+// Quoted values are dropped first, so commas and operators inside them do not count.
+local selectorLabels(sel) =
+  local unquoted = std.foldl(
+    function(st, ch)
+      if st.q != '' then
+        if st.esc then st { esc: false }
+        else if ch == '\\' && st.q != '`' then st { esc: true }
+        else if ch == st.q then st { q: '' }
+        else st
+      else if ch == '"' || ch == "'" || ch == '`' then st { q: ch }
+      else st { out+: ch },
+    std.stringChars(sel),
+    { q: '', esc: false, out: '' }
+  ).out;
+  local name(m) = std.stripChars(std.split(std.strReplace(std.strReplace(m, '!', '='), '~', '='), '=')[0], ' \t\n');
+  std.set([name(m) for m in std.split(unquoted, ',') if name(m) != '']);
+
 {
   _config+:: {
-    // Selects the agent's scrape targets. prometheus-operator's job label is the
-    // Service name, `sockpressure-exporter` in deploy/base.
+    // Selects the agent's series: it is in every selector of an agent series
+    // (raw or recorded) in every rule, alert and dashboard query, as node-mixin
+    // does with its nodeExporterSelector, so several agents (or clusters) in one
+    // Prometheus do not mix. prometheus-operator's job label is the Service
+    // name, `sockpressure-exporter` in deploy/base and in the Helm chart
+    // (jobLabel), and the job_name of deploy/prometheus/scrape-config.yaml.
     agentSelector: 'job="sockpressure-exporter"',
+    // The labels agentSelector matches on, derived from it. Two ways exist to
+    // select recorded series: apply the selector only to the raw series, or
+    // also keep its labels on what the rules record. Both are done: the
+    // per-cgroup rules keep every label anyway, and the fleet aggregates group
+    // `by` these labels besides their own (cluster, namespace, pod...). Raw-only
+    // would record one fleet series for two agents of one cluster if a selector
+    // took both (a regex), and leave dashboards nothing to tell them apart by;
+    // kept labels let every query on a recorded series carry the selector too.
+    // Joins with series that are not the agent's (kube-state-metrics' owner)
+    // match `on` their own labels and never get the agent selector.
+    agentSelectorLabels: selectorLabels(self.agentSelector),
     // Label that tells clusters apart in a global view (Thanos, Mimir, a
     // federation); Prometheus' external_labels usually add it. The dashboards
-    // get a $cluster variable on it; alerts ignore it (they run per Prometheus).
+    // get a $cluster variable on it; rules keep it through every aggregation
+    // and join on it (a global ruler must not match one cluster's node with
+    // another's), though alerts usually run per Prometheus, without it.
     clusterLabel: 'cluster',
 
     // runbook_url of every alert: this pattern with %(page)s (a file under

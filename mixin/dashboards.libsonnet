@@ -9,7 +9,10 @@ local t = g.target;
   grafanaDashboards+:: {
     local c = $._config,
     local cl = c.clusterLabel,
-    local NODE = '%s=~"$cluster", instance=~"$instance"' % cl,
+    // The agent selector first in every selector (config.libsonnet), then the
+    // variables.
+    local S = c.agentSelector,
+    local NODE = '%s, %s=~"$cluster", instance=~"$instance"' % [S, cl],
     local CG = NODE + ', namespace=~"$namespace", pod=~"$pod", cgroup=~"$cgroup"',
     local RI = '$__rate_interval',
     local UID = c.dashboardUIDs,
@@ -36,8 +39,8 @@ local t = g.target;
     local templating(cgroupMulti) = {
       list: [
         { name: 'datasource', label: 'Data source', type: 'datasource', query: 'prometheus', current: {}, hide: 0, refresh: 1, regex: '', options: [] },
-        variable('cluster', 'cluster', 'label_values(sockpressure_build_info, %s)' % cl),
-        variable('instance', 'instance', 'label_values(sockpressure_build_info{%s=~"$cluster"}, instance)' % cl),
+        variable('cluster', 'cluster', 'label_values(sockpressure_build_info{%s}, %s)' % [S, cl]),
+        variable('instance', 'instance', 'label_values(sockpressure_build_info{%s, %s=~"$cluster"}, instance)' % [S, cl]),
         // A core series every tracked cgroup has from its first sample on (a
         // counter, exported at 0), so the lists work in the default profile.
         variable('namespace', 'namespace', 'label_values(sockpressure_memcg_socket_pressure_seconds_total{%s}, namespace)' % NODE),
@@ -244,12 +247,12 @@ local t = g.target;
     // Fleet: reads only the sockpressure.fleet.rules series (one per throttled
     // pod, workload, namespace or node) and build_info, so it stays cheap
     // across many nodes and clusters.
-    local FL = '%s=~"$cluster"' % cl,
+    local FL = '%s, %s=~"$cluster"' % [S, cl],
     local FN = FL + ', namespace=~"$namespace"',
     local fleetVars = {
       list: [
         { name: 'datasource', label: 'Data source', type: 'datasource', query: 'prometheus', current: {}, hide: 0, refresh: 1, regex: '', options: [] },
-        variable('cluster', 'cluster', 'label_values(sockpressure_build_info, %s)' % cl),
+        variable('cluster', 'cluster', 'label_values(sockpressure_build_info{%s}, %s)' % [S, cl]),
         variable('namespace', 'namespace', 'label_values(namespace:sockpressure_throttled_pods:count{%s}, namespace)' % FL),
       ],
     },
@@ -312,7 +315,7 @@ local t = g.target;
                                          'Signal sources, probe attach state, collector health and cgroup tracking of the agents.',
                                          [
                                            P(g.table('Agents',
-                                                     [t('up{%s, %s}' % [c.agentSelector, NODE]), t('sockpressure_build_info{%s}' % NODE)],
+                                                     [t('up{%s}' % NODE), t('sockpressure_build_info{%s}' % NODE)],
                                                      hide=['Time', '__name__', 'Value #B'],
                                                      overrides=[{ matcher: { id: 'byName', options: 'Value #A' }, properties: [{ id: 'displayName', value: 'up' }] }]), w=24, h=6),
                                            P(g.table('Signal sources', [t('sockpressure_signal_source{%s} == 1' % NODE)], hide=['Time', '__name__', 'job', 'Value'])),

@@ -5,6 +5,12 @@
   prometheusRules+:: {
     local c = $._config,
     local W = c.rateWindow,
+    local S = c.agentSelector,
+    // Grouping of a fleet aggregate: the cluster and the selector's labels
+    // (config.libsonnet says why), then its own, each once.
+    local by(labels) = std.join(', ', std.foldl(function(acc, l) if std.member(acc, l) then acc else acc + [l],
+                                                [c.clusterLabel] + c.agentSelectorLabels + labels,
+                                                [])),
     groups+: [
       {
         name: 'sockpressure.rules',
@@ -14,19 +20,19 @@
           // ("100.1% of the time" was seen end to end).
           {
             record: 'cgroup:sockpressure_socket_pressure:ratio_rate%s' % W,
-            expr: 'clamp_max(rate(sockpressure_memcg_socket_pressure_seconds_total[%s]), 1)' % W,
+            expr: 'clamp_max(rate(sockpressure_memcg_socket_pressure_seconds_total{%s}[%s]), 1)' % [S, W],
           },
           {
             record: 'cgroup:sockpressure_tcp_window_clamps:rate%s' % W,
-            expr: 'rate(sockpressure_tcp_window_clamps_total[%s])' % W,
+            expr: 'rate(sockpressure_tcp_window_clamps_total{%s}[%s])' % [S, W],
           },
           {
             record: 'cgroup:sockpressure_memcg_reclaim_scanned_pages:rate%s' % W,
-            expr: 'rate(sockpressure_memcg_reclaim_scanned_pages_total[%s])' % W,
+            expr: 'rate(sockpressure_memcg_reclaim_scanned_pages_total{%s}[%s])' % [S, W],
           },
           {
             record: 'cgroup:sockpressure_memcg_reclaim_reclaimed_pages:rate%s' % W,
-            expr: 'rate(sockpressure_memcg_reclaim_reclaimed_pages_total[%s])' % W,
+            expr: 'rate(sockpressure_memcg_reclaim_reclaimed_pages_total{%s}[%s])' % [S, W],
           },
           // The same 1 - reclaimed/scanned the kernel computes per 512-page
           // window, but over the rate window. Slab can make reclaimed >
@@ -36,11 +42,11 @@
             record: 'cgroup:sockpressure_memcg_scan_without_reclaim:ratio_rate%s' % W,
             expr: std.rstripChars(|||
               clamp_min(
-                1 - cgroup:sockpressure_memcg_reclaim_reclaimed_pages:rate%(w)s
-                  / (cgroup:sockpressure_memcg_reclaim_scanned_pages:rate%(w)s > 0),
+                1 - cgroup:sockpressure_memcg_reclaim_reclaimed_pages:rate%(w)s{%(s)s}
+                  / (cgroup:sockpressure_memcg_reclaim_scanned_pages:rate%(w)s{%(s)s} > 0),
                 0
               )
-            ||| % { w: W }, '\n'),
+            ||| % { w: W, s: S }, '\n'),
           },
         ],
       },
@@ -54,56 +60,56 @@
         rules: [
           {
             record: 'namespace_pod:sockpressure_socket_pressure:ratio_rate%s' % W,
-            expr: 'max by (%s, namespace, pod) (cgroup:sockpressure_socket_pressure:ratio_rate%s{pod!=""} > 0)'
-                  % [c.clusterLabel, W],
+            expr: 'max by (%s) (cgroup:sockpressure_socket_pressure:ratio_rate%s{%s, pod!=""} > 0)'
+                  % [by(['namespace', 'pod']), W, S],
           },
           {
             record: 'namespace_pod:sockpressure_tcp_window_clamps:rate%s' % W,
             // Clamps are counted per socket's own memcg: summing is exact.
-            expr: 'sum by (%s, namespace, pod) (cgroup:sockpressure_tcp_window_clamps:rate%s{pod!=""} > 0)'
-                  % [c.clusterLabel, W],
+            expr: 'sum by (%s) (cgroup:sockpressure_tcp_window_clamps:rate%s{%s, pod!=""} > 0)'
+                  % [by(['namespace', 'pod']), W, S],
           },
           {
             record: 'namespace_workload:sockpressure_socket_pressure:ratio_rate%s' % W,
             expr: std.rstripChars(|||
-              max by (%(cl)s, namespace, workload, workload_type) (
-                namespace_pod:sockpressure_socket_pressure:ratio_rate%(w)s
+              max by (%(by)s) (
+                namespace_pod:sockpressure_socket_pressure:ratio_rate%(w)s{%(s)s}
                 * on (%(cl)s, namespace, pod) group_left (workload, workload_type)
                   max by (%(cl)s, namespace, pod, workload, workload_type) (%(owner)s)
               )
-            ||| % { cl: c.clusterLabel, w: W, owner: c.workloadOwnerMetric }, '\n'),
+            ||| % { by: by(['namespace', 'workload', 'workload_type']), cl: c.clusterLabel, w: W, s: S, owner: c.workloadOwnerMetric }, '\n'),
           },
           {
             record: 'namespace_workload:sockpressure_tcp_window_clamps:rate%s' % W,
             expr: std.rstripChars(|||
-              sum by (%(cl)s, namespace, workload, workload_type) (
-                namespace_pod:sockpressure_tcp_window_clamps:rate%(w)s
+              sum by (%(by)s) (
+                namespace_pod:sockpressure_tcp_window_clamps:rate%(w)s{%(s)s}
                 * on (%(cl)s, namespace, pod) group_left (workload, workload_type)
                   max by (%(cl)s, namespace, pod, workload, workload_type) (%(owner)s)
               )
-            ||| % { cl: c.clusterLabel, w: W, owner: c.workloadOwnerMetric }, '\n'),
+            ||| % { by: by(['namespace', 'workload', 'workload_type']), cl: c.clusterLabel, w: W, s: S, owner: c.workloadOwnerMetric }, '\n'),
           },
           {
             record: 'namespace:sockpressure_throttled_pods:count',
-            expr: 'count by (%s, namespace) (namespace_pod:sockpressure_socket_pressure:ratio_rate%s)'
-                  % [c.clusterLabel, W],
+            expr: 'count by (%s) (namespace_pod:sockpressure_socket_pressure:ratio_rate%s{%s})'
+                  % [by(['namespace']), W, S],
           },
           {
             // Cgroups whose own deadline was live (not inheritors: their
             // seconds counter only counts their own deadline).
             record: 'instance:sockpressure_throttled_cgroups:count',
-            expr: 'count by (%s, instance) (cgroup:sockpressure_socket_pressure:ratio_rate%s > 0)'
-                  % [c.clusterLabel, W],
+            expr: 'count by (%s) (cgroup:sockpressure_socket_pressure:ratio_rate%s{%s} > 0)'
+                  % [by(['instance']), W, S],
           },
           {
             record: 'instance:sockpressure_socket_pressure:max_ratio_rate%s' % W,
-            expr: 'max by (%s, instance) (cgroup:sockpressure_socket_pressure:ratio_rate%s > 0)'
-                  % [c.clusterLabel, W],
+            expr: 'max by (%s) (cgroup:sockpressure_socket_pressure:ratio_rate%s{%s} > 0)'
+                  % [by(['instance']), W, S],
           },
           {
             record: 'instance:sockpressure_tcp_window_clamps:rate%s' % W,
-            expr: 'sum by (%s, instance) (cgroup:sockpressure_tcp_window_clamps:rate%s > 0)'
-                  % [c.clusterLabel, W],
+            expr: 'sum by (%s) (cgroup:sockpressure_tcp_window_clamps:rate%s{%s} > 0)'
+                  % [by(['instance']), W, S],
           },
         ],
       },

@@ -59,7 +59,7 @@ def main():
         check(w["annotations"]["runbook_url"] == "https://runbooks.example/tcp-throttled#sockpressuretcpthrottled",
               "runbook URLs follow _config.runbookURLPattern")
         text = json.dumps(out["dash"]) + json.dumps(out["rules"])
-        check('k8s_cluster=~\\"$cluster\\"' in text and "by (k8s_cluster, namespace, pod)" in text
+        check('k8s_cluster=~\\"$cluster\\"' in text and "by (k8s_cluster, job, namespace, pod)" in text
               and 'cluster=~\\"$cluster\\"' not in text.replace("k8s_cluster", "K"),
               "the cluster label comes from _config (dashboards and fleet rules)")
         check(all(r["expr"] for g in out["rules"]["groups"] for r in g["rules"]), "every recording rule has an expr")

@@ -198,9 +198,8 @@ def main():
             if "record" in r:
                 run(f"rule {label}", r["expr"], must_have_data=full)
                 if full:
-                    # Fleet aggregates drop job (they are per pod/namespace/node).
-                    sel = "" if g["name"].endswith(".fleet.rules") else f'job="{stack.JOB}"'
-                    res = run(f"recorded {label}", f'{label}{{{sel}}}', must_have_data=True)
+                    # Fleet aggregates keep job too (the mixin's selector labels).
+                    res = run(f"recorded {label}", f'{label}{{job="{stack.JOB}"}}', must_have_data=True)
                     print(f"ok   record {label}: {len(res or [])} series stored by Prometheus")
             else:
                 res = run(f"alert {label}", r["expr"], must_have_data=False)

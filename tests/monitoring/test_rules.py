@@ -145,7 +145,7 @@ def main():
     # The README tables are what people read when paged; a threshold there that the rule
     # does not use (README said >= 0.60 while the rule said > 0.4) misleads them.
     sw = alerts["SockPressureReclaimScanWithoutReclaim"]["expr"]
-    m = re.search(r"scan_without_reclaim:ratio_rate\w+ > ([\d.]+)", sw)
+    m = re.search(r"scan_without_reclaim:ratio_rate\w+(?:\{[^}]*\})? > ([\d.]+)", sw)
     thr = float(m.group(1)) if m else None
     for doc in ("README.md", os.path.join("alerts", "README.md")):
         rows = [ln for ln in open(os.path.join(ROOT, doc)) if ln.startswith("|") and
