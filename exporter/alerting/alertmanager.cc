@@ -42,6 +42,46 @@ struct AlertmanagerPusher::Target {
 
 namespace {
 
+// What Alertmanager answered to one push, read by us: httplib would hold an
+// answer of any size in memory, and a peer that answers with gigabytes (a
+// broken proxy, a hostile endpoint) would choose the agent's memory.
+struct Answer {
+  bool answered = false;  // a complete answer was read
+  httplib::Error error = httplib::Error::Success;
+  int status = 0;
+  std::string body;  // at most kMaxAnswerBytes
+  bool too_big = false;
+};
+
+// Alertmanager answers a push with a few bytes (nothing, or an error line).
+constexpr size_t kMaxAnswerBytes = 64 << 10;
+
+Answer Post(httplib::Client& client, const std::string& path, std::string body) {
+  Answer answer;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.headers = {{"Content-Type", "application/json"}};
+  req.body = std::move(body);
+  req.response_handler = [&answer](const httplib::Response& r) {
+    answer.status = r.status;
+    return true;
+  };
+  // Read the answer ourselves: httplib would hold any size in memory.
+  req.content_receiver = [&answer](const char* data, size_t n, uint64_t, uint64_t) {
+    if (answer.body.size() + n > kMaxAnswerBytes) {
+      answer.too_big = true;
+      return false;
+    }
+    answer.body.append(data, n);
+    return true;
+  };
+  httplib::Response res;
+  answer.answered = client.send(req, res, answer.error);
+  return answer;
+}
+
+
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 int64_t Ms(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1000)); }
@@ -230,12 +270,12 @@ void AlertmanagerPusher::Attempt(Target& t, int64_t now_ms, std::unique_lock<std
   body += "]";
 
   lock.unlock();  // never hold the state lock across the network
-  httplib::Result res = t.client->Post(t.path, body, "application/json");
+  const Answer answer = Post(*t.client, t.path, std::move(body));
   const int64_t t1 = NowMs();
   lock.lock();
 
   t.ever_tried = true;
-  if (res && res->status >= 200 && res->status < 300) {
+  if (answer.answered && answer.status >= 200 && answer.status < 300) {
     if (!t.up) SP_LOG_INFO("alertmanager ", t.url, ": delivered ", batch.size(), " alert(s)");
     t.up = true;
     t.backoff_seconds = 0;
@@ -254,12 +294,14 @@ void AlertmanagerPusher::Attempt(Target& t, int64_t now_ms, std::unique_lock<std
     if (latency_ms >= 0) t.last_latency_seconds = static_cast<double>(latency_ms) / 1000.0;
     return;
   }
-  std::string error = res ? absl::StrCat("HTTP ", res->status, ": ", res->body.substr(0, 200))
-                          : absl::StrCat("request failed: ", httplib::to_string(res.error()));
-  if (!res && res.error() == httplib::Error::SSLServerVerification) {
+  std::string error = answer.too_big ? absl::StrCat("HTTP ", answer.status, " with an answer larger than ",
+                                                    kMaxAnswerBytes, " bytes, not read further")
+                     : answer.answered ? absl::StrCat("HTTP ", answer.status, ": ", answer.body.substr(0, 200))
+                                       : absl::StrCat("request failed: ", httplib::to_string(answer.error));
+  if (!answer.answered && answer.error == httplib::Error::SSLServerVerification) {
     absl::StrAppend(&error, " (", X509_verify_cert_error_string(t.client->get_openssl_verify_result()),
                     "; point --alertmanager.ca-file at the CA that signed Alertmanager's certificate)");
-  } else if (res && res->status == 401) {
+  } else if (answer.answered && answer.status == 401) {
     absl::StrAppend(&error, " (check --alertmanager.basic-auth.username/password-file)");
   }
   if (t.up || t.last_error != error) SP_LOG_WARN("alertmanager ", t.url, ": ", error, " (will retry)");

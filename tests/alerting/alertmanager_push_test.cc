@@ -248,6 +248,40 @@ TEST(AlertmanagerPush, KeepsStateWhileAlertmanagerIsDownAndBoundsIt) {
   p.Stop();
 }
 
+TEST(AlertmanagerPush, StopsReadingAnOversizedAnswer) {
+  // A broken or hostile Alertmanager answers 500 with an endless body (1 GiB
+  // once took the agent to 2 GB): the pusher reads at most its cap, counts a
+  // failure that says why, and the peer sees the connection closed long
+  // before it has sent its body.
+  constexpr size_t kOffered = size_t{256} << 20;
+  std::atomic<size_t> sent{0};
+  httplib::Server server;
+  server.Post("/api/v2/alerts", [&](const httplib::Request&, httplib::Response& res) {
+    res.status = 500;
+    res.set_content_provider(kOffered, "text/plain", [&](size_t offset, size_t length, httplib::DataSink& sink) {
+      static const std::string chunk(1 << 16, 'x');
+      size_t n = std::min(length, chunk.size());
+      if (!sink.write(chunk.data(), n)) return false;
+      sent = offset + n;
+      return true;
+    });
+  });
+  int port = server.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { server.listen_after_bind(); });
+  AlertmanagerOptions o = Options("http://127.0.0.1:" + std::to_string(port));
+  auto pusher = AlertmanagerPusher::Create(o);
+  ASSERT_TRUE(pusher.ok());
+  AlertmanagerPusher& p = **pusher;
+  p.Start();
+  p.Update({MakeEpisode(10)}, absl::ToUnixMillis(absl::Now()));
+  EXPECT_TRUE(WaitFor([&] { return p.Status().find("larger than") != std::string::npos; }, 20)) << p.Status();
+  p.Stop();
+  server.stop();
+  serving.join();
+  // What the kernel buffers on both ends is a few MB; the rest is never sent.
+  EXPECT_LT(sent.load(), kOffered / 8) << "the pusher kept reading the answer";
+}
+
 TEST(AlertmanagerPush, RejectsBadFlags) {
   EXPECT_FALSE(AlertmanagerPusher::Create(Options("alertmanager:9093")).ok());
   EXPECT_FALSE(ParseExtraLabels({"novalue"}).ok());

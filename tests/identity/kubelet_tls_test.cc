@@ -5,6 +5,7 @@
 #include <httplib.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -211,6 +212,40 @@ TEST(KubeletFlagsTest, EffectiveUrl) {
   absl::StatusOr<std::unique_ptr<KubeIdentityResolver>> off = StartKubeIdentity(o, nullptr);
   ASSERT_TRUE(off.ok());
   EXPECT_EQ(*off, nullptr);
+}
+
+}  // namespace
+}  // namespace sockpressure
+
+namespace sockpressure {
+namespace {
+
+TEST(KubeletBodyTest, RefusesAPodListNoNodeHas) {
+  // A 60 MB pod list (the cap was 64 MB) took the agent from 26 MB to 765 MB
+  // while it parsed. A node holds at most a few hundred pods, a few MB of
+  // JSON: the fetch stops at the cap and says so, and the kubelet (here a
+  // stand-in over plain http) never gets to send the rest.
+  constexpr size_t kOffered = size_t{60} << 20;
+  std::atomic<size_t> sent{0};
+  httplib::Server server;
+  server.Get("/pods", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content_provider(kOffered, "application/json", [&](size_t offset, size_t length, httplib::DataSink& sink) {
+      static const std::string chunk(1 << 16, ' ');
+      size_t n = std::min(length, chunk.size());
+      if (!sink.write(chunk.data(), n)) return false;
+      sent = offset + n;
+      return true;
+    });
+  });
+  int port = server.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { server.listen_after_bind(); });
+  absl::StatusOr<std::string> body =
+      KubeletPodListFetcher(KubeletOptions{}, absl::StrCat("http://127.0.0.1:", port, "/pods"))();
+  server.stop();
+  serving.join();
+  ASSERT_FALSE(body.ok()) << "a " << kOffered << "-byte pod list was accepted";
+  EXPECT_TRUE(absl::StrContains(body.status().message(), "larger than")) << body.status();
+  EXPECT_LT(sent.load(), kOffered / 2) << "the client kept reading";
 }
 
 }  // namespace
