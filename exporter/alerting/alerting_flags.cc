@@ -28,7 +28,7 @@ void RegisterAlertingFlags(FlagSet* flags, AlertingFlags* f) {
   flags->Duration("alertmanager.resend-interval", &f->am_resend,
                   "Re-send firing alerts this often (their endsAt is 4 intervals ahead, so a dead agent's alerts "
                   "expire).");
-  flags->Duration("alertmanager.timeout", &f->am_timeout, "Timeout of one push to Alertmanager.");
+  flags->Duration("alertmanager.timeout", &f->am_timeout, "Deadline of one whole push to Alertmanager (connect, send and answer).");
   flags->Duration("alertmanager.max-backoff", &f->am_max_backoff,
                   "Upper bound of the retry backoff (from 500ms, doubling) while an Alertmanager fails.");
   flags->Int("alertmanager.max-alerts", &f->am_max_alerts,

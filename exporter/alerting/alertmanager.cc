@@ -21,7 +21,6 @@
 #include "exporter/alerting/alerting.pb.h"
 #include "exporter/common/file_reader.h"
 #include "exporter/common/logging.h"
-#include "exporter/common/stop_thread.h"
 #include "exporter/common/thread_privilege.h"
 
 namespace sockpressure {
@@ -38,6 +37,10 @@ struct AlertmanagerPusher::Target {
   uint64_t alerts_sent_total = 0, errors_total = 0;
   double last_latency_seconds = -1;
   std::string last_error;
+  // While a push is in flight: when the watchdog cuts it (wall ms), and
+  // whether it did. Guarded by mu_.
+  int64_t deadline_ms = 0;
+  bool cut = false;
 };
 
 namespace {
@@ -155,10 +158,50 @@ void AlertmanagerPusher::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (started_) return;
   started_ = true;
+  pushing_ = true;
   thread_ = std::thread([this] { Run(); });
+  watchdog_ = std::thread([this] { Watch(); });
 }
 
-void AlertmanagerPusher::Stop() { StopAndJoin(mu_, cv_, stopping_, thread_); }
+void AlertmanagerPusher::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  watch_cv_.notify_all();
+  // The watchdog cuts a push in flight once stopping_ is set (SIGTERM does
+  // not wait for a slow Alertmanager), then ends after the pusher.
+  if (thread_.joinable()) thread_.join();
+  watch_cv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+void AlertmanagerPusher::Watch() {
+  EnterUnprivilegedThread("sp-alertmgr-dl");
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    int64_t next = 0, now = NowMs();
+    bool in_flight = false;
+    for (auto& t : targets_) {
+      if (t->deadline_ms == 0) continue;
+      in_flight = true;
+      if (stopping_ || now >= t->deadline_ms) {
+        // Thread-safe in httplib: shuts the socket down under the pusher's
+        // read or write, which then fails at once.
+        if (!t->cut) t->client->stop();
+        t->cut = true;
+      } else if (next == 0 || t->deadline_ms < next) {
+        next = t->deadline_ms;
+      }
+    }
+    if (stopping_ && !in_flight && !pushing_) return;
+    // While stopping, look again soon: a push may be between taking its
+    // deadline and opening its socket, where stop() has nothing to cut yet.
+    const int64_t wait_ms = stopping_ ? 50 : next == 0 ? 60000 : std::max<int64_t>(next - now, 1);
+    watch_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
+  }
+}
 
 void AlertmanagerPusher::Bump(Alert& a, int64_t now_ms) {
   a.version = next_version_++;
@@ -269,10 +312,22 @@ void AlertmanagerPusher::Attempt(Target& t, int64_t now_ms, std::unique_lock<std
   if (batch.empty()) return;
   body += "]";
 
+  // The whole request gets --alertmanager.timeout: httplib's timeouts are
+  // per recv(), and a peer that trickles its answer would hold this thread
+  // (and every other Alertmanager behind it) for good. The watchdog cuts it.
+  t.deadline_ms = NowMs() + Ms(options_.timeout_seconds);
+  t.cut = false;
+  watch_cv_.notify_all();
   lock.unlock();  // never hold the state lock across the network
-  const Answer answer = Post(*t.client, t.path, std::move(body));
+  Answer answer = Post(*t.client, t.path, std::move(body));
   const int64_t t1 = NowMs();
   lock.lock();
+  t.deadline_ms = 0;
+  if (t.cut) {
+    answer.answered = false;
+    answer.too_big = false;
+    answer.error = httplib::Error::Read;
+  }
 
   t.ever_tried = true;
   if (answer.answered && answer.status >= 200 && answer.status < 300) {
@@ -297,6 +352,7 @@ void AlertmanagerPusher::Attempt(Target& t, int64_t now_ms, std::unique_lock<std
   std::string error = answer.too_big ? absl::StrCat("HTTP ", answer.status, " with an answer larger than ",
                                                     kMaxAnswerBytes, " bytes, not read further")
                      : answer.answered ? absl::StrCat("HTTP ", answer.status, ": ", answer.body.substr(0, 200))
+                     : t.cut ? absl::StrCat("no answer within the timeout (", options_.timeout_seconds, " s)")
                                        : absl::StrCat("request failed: ", httplib::to_string(answer.error));
   if (!answer.answered && answer.error == httplib::Error::SSLServerVerification) {
     absl::StrAppend(&error, " (", X509_verify_cert_error_string(t.client->get_openssl_verify_result()),
@@ -351,6 +407,8 @@ void AlertmanagerPusher::Run() {
     // and retries (cheap: it only walks the in-memory alert set).
     cv_.wait_for(lock, std::chrono::milliseconds(200));
   }
+  pushing_ = false;
+  watch_cv_.notify_all();
 }
 
 size_t AlertmanagerPusher::Pending(size_t target) const {

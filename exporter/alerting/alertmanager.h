@@ -33,7 +33,7 @@ struct AlertmanagerOptions {
   std::vector<std::string> urls;     // --alertmanager.url (repeatable)
   double min_pressure_seconds = 10;  // episode throttled seconds before it alerts
   double resend_seconds = 30;        // refresh of firing alerts
-  double timeout_seconds = 10;       // per request
+  double timeout_seconds = 10;       // the whole request (a watchdog cuts it)
   double max_backoff_seconds = 30;   // retry backoff cap (starts at 0.5 s)
   size_t max_alerts = 1000;          // bounded state: oldest resolved dropped first
   std::string instance;              // `instance` label ("" = none)
@@ -105,6 +105,9 @@ class AlertmanagerPusher {
   // A new firing alert for `e` (episode_alert.cc).
   Alert NewAlert(const Episode& e, bool critical) const;
   void Run();
+  // The deadline of every push (thread sp-alertmgr-dl): cuts one in flight
+  // past --alertmanager.timeout, or once Stop() was called.
+  void Watch();
   bool Due(const Target& t, const std::string& key, const Alert& a, int64_t now_ms) const;
   void Attempt(Target& t, int64_t now_ms, std::unique_lock<std::mutex>& lock);
   void Bump(Alert& a, int64_t now_ms);
@@ -120,6 +123,9 @@ class AlertmanagerPusher {
   bool stopping_ = false;
   bool started_ = false;
   std::thread thread_;
+  std::condition_variable watch_cv_;  // wakes Watch(); with mu_
+  bool pushing_ = false;              // Run() has not returned yet
+  std::thread watchdog_;
   // key: cgroup path (warning), "critical\n" + cgroup path (critical)
   std::unordered_map<std::string, Alert> alerts_;
   std::vector<std::unique_ptr<Target>> targets_;

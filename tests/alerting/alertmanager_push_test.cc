@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -280,6 +281,88 @@ TEST(AlertmanagerPush, StopsReadingAnOversizedAnswer) {
   serving.join();
   // What the kernel buffers on both ends is a few MB; the rest is never sent.
   EXPECT_LT(sent.load(), kOffered / 8) << "the pusher kept reading the answer";
+}
+
+// An Alertmanager that reads the push and answers one byte every 200 ms,
+// forever: each recv() is quick, so only a deadline on the whole request
+// ends it. Stop() closes its connections.
+class TricklingAlertmanager {
+ public:
+  TricklingAlertmanager() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::listen(fd_, 8);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      const std::string answer = "HTTP/1.1 200 OK\r\nX-Slow: ";
+      while (!stop_) {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          conns_.push_back(c);
+        }
+        char buf[4096];
+        (void)!::recv(c, buf, sizeof buf, 0);
+        for (size_t i = 0; !stop_; ++i) {
+          char b = i < answer.size() ? answer[i] : 'x';
+          if (::send(c, &b, 1, MSG_NOSIGNAL) != 1) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+      }
+    });
+  }
+  ~TricklingAlertmanager() { Stop(); }
+  void Stop() {
+    if (stop_.exchange(true)) return;
+    ::shutdown(fd_, SHUT_RDWR);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int c : conns_) ::shutdown(c, SHUT_RDWR);
+    }
+    thread_.join();
+    ::close(fd_);
+    for (int c : conns_) ::close(c);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<int> conns_;
+  std::thread thread_;
+};
+
+TEST(AlertmanagerPush, TricklingAlertmanagerMeetsTheDeadlineAndDoesNotHoldStop) {
+  // A peer that trickles its answer used to wedge the pusher for good (the
+  // timeout was per recv()) and SIGTERM waited 25-279 s. The whole request
+  // now has --alertmanager.timeout, and Stop() cuts a request in flight.
+  TricklingAlertmanager am;
+  AlertmanagerOptions o = Options(am.url());
+  o.timeout_seconds = 1;
+  auto pusher = AlertmanagerPusher::Create(o);
+  ASSERT_TRUE(pusher.ok());
+  AlertmanagerPusher& p = **pusher;
+  p.Start();
+  p.Update({MakeEpisode(10)}, absl::ToUnixMillis(absl::Now()));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(WaitFor([&] { return p.Status().find("failing") != std::string::npos; }, 4)) << p.Status();
+  const double failed_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(failed_after, 2.5) << "a 1 s request deadline took " << failed_after << " s";
+  EXPECT_THAT(p.Status(), HasSubstr("timeout")) << p.Status();
+  // The retry is in flight again now (backoff 0.5 s): Stop() must not wait for it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  auto stop = std::async(std::launch::async, [&] { p.Stop(); });
+  const bool stopped = stop.wait_for(std::chrono::seconds(2)) == std::future_status::ready;
+  if (!stopped) am.Stop();  // let the wedged pusher go, so that the test can end
+  EXPECT_TRUE(stopped) << "Stop() waited for a trickling Alertmanager";
 }
 
 TEST(AlertmanagerPush, RejectsBadFlags) {
