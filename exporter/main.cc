@@ -305,6 +305,15 @@ int WaitForStop(const sigset_t& stop_signals, Agent& agent) {
   }
   agent.sampler->Stop();
   if (agent.pusher) agent.pusher->Stop();
+  // Everything that serves or delivers has stopped. The kubelet client may
+  // be in a request that a slow kubelet stretches for minutes (its timeouts
+  // are per recv()); it holds nothing to flush, so the process ends without
+  // joining it rather than wait.
+  if (agent.identity && !agent.identity->StopWithin(absl::Seconds(1))) {
+    SP_LOG_INFO("the kubelet request in progress is abandoned");
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
   return 0;
 }
 

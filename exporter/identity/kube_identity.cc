@@ -25,6 +25,16 @@ KubeIdentityResolver::~KubeIdentityResolver() {
   StopAndJoin(mu_, cv_, stop_, thread_);
 }
 
+bool KubeIdentityResolver::StopWithin(absl::Duration grace) {
+  std::unique_lock<std::mutex> lk(mu_);
+  stop_ = true;
+  cv_.notify_all();
+  if (!cv_.wait_for(lk, ToChrono(grace), [this] { return !fetching_; })) return false;
+  lk.unlock();
+  if (thread_.joinable()) thread_.join();
+  return true;
+}
+
 void KubeIdentityResolver::Start() {
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -73,10 +83,12 @@ void KubeIdentityResolver::Run() {
     wanted_ = false;
     ++attempts_;
     const Clock::time_point started = Clock::now();
+    fetching_ = true;
     lk.unlock();
     absl::StatusOr<std::string> body = fetch_();
     absl::StatusOr<PodIndex> index = body.ok() ? ParsePodList(*body) : absl::StatusOr<PodIndex>(body.status());
     lk.lock();
+    fetching_ = false;
     if (index.ok()) {
       if (!ever_succeeded || consecutive_failures > 0) {
         SP_LOG_INFO("kubernetes identity: listed ", index->size(), " pods from ", source_,

@@ -59,6 +59,13 @@ class KubeIdentityResolver : public IdentityResolver {
   KubeIdentityResolver(PodListFetcher fetch, std::string source, KubeIdentityOptions options = {});
   ~KubeIdentityResolver() override;  // stops and joins the background thread
 
+  // Stops the background thread and joins it, unless a fetch is still in
+  // progress after `grace` (a kubelet that trickles its answer keeps each
+  // recv() short, so the client's timeouts do not end it): then returns
+  // false and leaves the thread running, for a caller that is about to end
+  // the process anyway.
+  bool StopWithin(absl::Duration grace);
+
   // Starts the background thread and asks for a first list right away, so
   // that pods present at start have names in the first samples.
   void Start();
@@ -112,6 +119,7 @@ class KubeIdentityResolver : public IdentityResolver {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  bool fetching_ = false;  // a fetch is in progress (mu_ released around it)
   bool wanted_ = false;
   Published published_;
   uint64_t attempts_ = 0, successes_ = 0, failures_ = 0;
