@@ -70,6 +70,9 @@ TEST_F(HttpServerTest, ServesTextProtobufHealthAndLanding) {
   ASSERT_TRUE(gz);
   EXPECT_EQ(gz->get_header_value("Content-Encoding"), "gzip");
   EXPECT_LT(gz->body.size(), text->body.size() / 3);
+  // The body depends on Accept-Encoding, gzipped or not.
+  EXPECT_EQ(gz->get_header_value("Vary"), "Accept-Encoding");
+  EXPECT_EQ(text->get_header_value("Vary"), "Accept-Encoding");
 
   proto_accept.emplace("Accept-Encoding", "gzip");
   auto gzproto = client_->Get("/metrics", proto_accept);
@@ -179,6 +182,11 @@ TEST(RequestHeadTest, GzipHonoursQValues) {
   EXPECT_FALSE(AcceptsGzip("gzip;q=0"));
   EXPECT_FALSE(AcceptsGzip("gzip; q=0.000, identity"));
   EXPECT_FALSE(AcceptsGzip("deflate"));
+  // A coding named explicitly takes precedence over "*" (RFC 9110 12.5.3).
+  EXPECT_FALSE(AcceptsGzip("gzip;q=0, *"));
+  EXPECT_FALSE(AcceptsGzip("*, gzip;q=0"));
+  EXPECT_TRUE(AcceptsGzip("*;q=0, gzip"));
+  EXPECT_FALSE(AcceptsGzip("identity, *;q=0"));
 }
 
 TEST(ListenAddressTest, Forms) {

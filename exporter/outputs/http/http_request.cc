@@ -1,5 +1,7 @@
 #include "exporter/outputs/http/http_request.h"
 
+#include <optional>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -82,10 +84,14 @@ HeadVerdict ParseRequestHead(absl::string_view head, RequestHead* out) {
 }
 
 bool AcceptsGzip(absl::string_view accept_encoding) {
+  // The q value of "gzip" where it is named, else that of "*" (RFC 9110
+  // 12.5.3: "gzip;q=0, *" refuses gzip whatever the wildcard says).
+  std::optional<double> gzip, wildcard;
   for (absl::string_view element : absl::StrSplit(accept_encoding, ',')) {
     std::vector<absl::string_view> params = absl::StrSplit(element, ';');
     absl::string_view coding = absl::StripAsciiWhitespace(params[0]);
-    if (!absl::EqualsIgnoreCase(coding, "gzip") && coding != "*") continue;
+    const bool is_gzip = absl::EqualsIgnoreCase(coding, "gzip");
+    if (!is_gzip && coding != "*") continue;
     double qvalue = 1;
     for (size_t i = 1; i < params.size(); ++i) {
       absl::string_view p = absl::StripAsciiWhitespace(params[i]);
@@ -93,9 +99,10 @@ bool AcceptsGzip(absl::string_view accept_encoding) {
         if (!absl::SimpleAtod(p, &qvalue)) qvalue = 0;  // unparsable: do not guess
       }
     }
-    if (qvalue > 0) return true;
+    (is_gzip ? gzip : wildcard) = qvalue;
   }
-  return false;
+  if (gzip) return *gzip > 0;
+  return wildcard && *wildcard > 0;
 }
 
 const char* StatusText(int status) {

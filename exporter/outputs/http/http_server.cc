@@ -53,7 +53,9 @@ bool HttpServer::Admit(const httplib::Request& req, httplib::Response& res) {
 
 void HttpServer::ServeTelemetry(const RequestHead& head, HttpResponse* out) {
   telemetry_->Serve(head, out);
-  // Honours q values: "gzip;q=0" means the client refuses gzip.
+  // Honours q values: "gzip;q=0" means the client refuses gzip. The body
+  // depends on Accept-Encoding: caches between must know it.
+  if (out->stream) out->headers.emplace_back("Vary", "Accept-Encoding");
   if (out->stream && AcceptsGzip(head.Header("accept-encoding"))) {
     out->headers.emplace_back("Content-Encoding", "gzip");
     out->stream = NewGzipStream(std::move(out->stream));
