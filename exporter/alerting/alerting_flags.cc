@@ -32,7 +32,7 @@ void RegisterAlertingFlags(FlagSet* flags, AlertingFlags* f) {
   flags->Duration("alertmanager.max-backoff", &f->am_max_backoff,
                   "Upper bound of the retry backoff (from 500ms, doubling) while an Alertmanager fails.");
   flags->Int("alertmanager.max-alerts", &f->am_max_alerts,
-             "Alerts held for delivery at most; beyond it the oldest resolved ones are dropped.");
+             "Alerts held for delivery at most; beyond it the oldest resolved ones are dropped, then new ones are refused (the first to fire are kept).");
   flags->String("alertmanager.instance-label", &f->am_instance,
                 "`instance` label of pushed alerts; set it to the instance Prometheus gives this agent's target so "
                 "pushed and rule-based alerts deduplicate (default $NODE_NAME when set, as the DaemonSet does and "

@@ -213,7 +213,15 @@ void AlertmanagerPusher::Update(const std::vector<Episode>& episodes, int64_t no
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::unordered_set<uint64_t> open;
-    for (const Episode& e : episodes) {
+    // Oldest episode first: over --alertmanager.max-alerts, the alerts that
+    // fired first are the ones kept (see Admit()).
+    std::vector<const Episode*> by_start;
+    by_start.reserve(episodes.size());
+    for (const Episode& e : episodes) by_start.push_back(&e);
+    std::stable_sort(by_start.begin(), by_start.end(),
+                     [](const Episode* a, const Episode* b) { return a->start_ms < b->start_ms; });
+    for (const Episode* ep : by_start) {
+      const Episode& e = *ep;
       if (e.active) open.insert(e.id);
       // Two alerts per episode, as the rules have: the warning, and the
       // critical one once the episode has been throttled long enough.
@@ -223,6 +231,7 @@ void AlertmanagerPusher::Update(const std::vector<Episode>& episodes, int64_t no
         const double threshold = critical ? options_.critical_min_pressure_seconds : options_.min_pressure_seconds;
         auto it = alerts_.find(key);
         if (!e.active) {
+          if (auto r = refused_.find(key); r != refused_.end() && r->second == e.id) refused_.erase(r);
           // Resolve only the alert of this very episode; a newer one on the same
           // cgroup is a different alert instance.
           if (it != alerts_.end() && it->second.episode_id == e.id && it->second.firing) {
@@ -240,10 +249,14 @@ void AlertmanagerPusher::Update(const std::vector<Episode>& episodes, int64_t no
           it->second.annotations["throttled_seconds"] = absl::StrFormat("%.1f", e.throttled_seconds);
           continue;
         }
+        if (it == alerts_.end() && !Admit(key, e.id)) continue;
         Alert a = NewAlert(e, critical);
         Bump(a, wall_ms);
         alerts_[key] = std::move(a);
       }
+    }
+    for (auto r = refused_.begin(); r != refused_.end();) {
+      r = open.count(r->second) ? std::next(r) : refused_.erase(r);
     }
     // A firing alert whose episode is gone from the list without a close
     // (cannot happen with the tracker's contract, but an alert must never
@@ -258,6 +271,32 @@ void AlertmanagerPusher::Update(const std::vector<Episode>& episodes, int64_t no
     Evict();
   }
   cv_.notify_all();
+}
+
+bool AlertmanagerPusher::Admit(const std::string& key, uint64_t episode_id) {
+  if (alerts_.size() < options_.max_alerts) return true;
+  // Room from a resolved alert first: its resolution is the least useful.
+  auto victim = alerts_.end();
+  for (auto it = alerts_.begin(); it != alerts_.end(); ++it) {
+    if (!it->second.firing && (victim == alerts_.end() || it->second.changed_ms < victim->second.changed_ms)) {
+      victim = it;
+    }
+  }
+  if (victim != alerts_.end()) {
+    for (auto& t : targets_) t->acked.erase(victim->first);
+    alerts_.erase(victim);
+    ++dropped_total_;
+    return true;
+  }
+  // Every held alert fires: the new one is refused, not swapped in for an
+  // older one (that made every push send a different set), and counted once
+  // for its episode.
+  auto [r, added] = refused_.try_emplace(key, episode_id);
+  if (added || r->second != episode_id) {
+    r->second = episode_id;
+    ++dropped_total_;
+  }
+  return false;
 }
 
 void AlertmanagerPusher::Evict() {
@@ -454,7 +493,7 @@ void AlertmanagerPusher::WriteMetrics(MetricWriter& out) const {
   out.Value({}, {{"state", "firing"}}, static_cast<double>(firing));
   out.Value({}, {{"state", "resolved"}}, static_cast<double>(alerts_.size() - firing));
   out.Family("sockpressure_alertmanager_dropped_total",
-             "Alerts dropped because more than --alertmanager.max-alerts were held.", MetricKind::kCounter);
+             "Alerts dropped or refused (once per episode) because --alertmanager.max-alerts were held.", MetricKind::kCounter);
   out.Value({}, {}, static_cast<double>(dropped_total_));
   out.Family("sockpressure_alertmanager_pending_alerts",
              "Alert versions this Alertmanager has not acknowledged yet (the retry queue).", MetricKind::kGauge);

@@ -35,7 +35,7 @@ struct AlertmanagerOptions {
   double resend_seconds = 30;        // refresh of firing alerts
   double timeout_seconds = 10;       // the whole request (a watchdog cuts it)
   double max_backoff_seconds = 30;   // retry backoff cap (starts at 0.5 s)
-  size_t max_alerts = 1000;          // bounded state: oldest resolved dropped first
+  size_t max_alerts = 1000;          // bounded state: oldest resolved dropped first, then new ones refused
   std::string instance;              // `instance` label ("" = none)
   LabelPairs extra_labels;           // --alertmanager.extra-label=NAME=VALUE
   std::string external_url;          // base of generatorURL (the agent's own URL)
@@ -111,6 +111,9 @@ class AlertmanagerPusher {
   bool Due(const Target& t, const std::string& key, const Alert& a, int64_t now_ms) const;
   void Attempt(Target& t, int64_t now_ms, std::unique_lock<std::mutex>& lock);
   void Bump(Alert& a, int64_t now_ms);
+  // Whether a new alert may be held: over max_alerts, a resolved alert makes
+  // room, else the new one is refused (and counted once per episode).
+  bool Admit(const std::string& key, uint64_t episode_id);
   void Evict();
   void Forget();
   // Both need mu_ held.
@@ -131,6 +134,8 @@ class AlertmanagerPusher {
   std::vector<std::unique_ptr<Target>> targets_;
   uint64_t next_version_ = 1;
   uint64_t dropped_total_ = 0;
+  // Alerts refused for want of room: key -> episode id (counted once).
+  std::unordered_map<std::string, uint64_t> refused_;
 };
 
 }  // namespace sockpressure

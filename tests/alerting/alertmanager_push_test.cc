@@ -13,6 +13,7 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "absl/time/clock.h"
@@ -363,6 +364,43 @@ TEST(AlertmanagerPush, TricklingAlertmanagerMeetsTheDeadlineAndDoesNotHoldStop) 
   const bool stopped = stop.wait_for(std::chrono::seconds(2)) == std::future_status::ready;
   if (!stopped) am.Stop();  // let the wedged pusher go, so that the test can end
   EXPECT_TRUE(stopped) << "Stop() waited for a trickling Alertmanager";
+}
+
+TEST(AlertmanagerPush, OverTheCapTheSameAlertsAreKept) {
+  // 201 open episodes and room for 50: every push used to send a different
+  // 50 (each sample re-admitted the dropped ones and evicted the oldest), and
+  // the dropped counter rose by hundreds per second. The alerts that fired
+  // first are kept while they fire; each refused alert is counted once.
+  FakeAlertmanager am;
+  AlertmanagerOptions o = Options(am.url());
+  o.max_alerts = 50;
+  o.critical_min_pressure_seconds = 0;
+  auto pusher = AlertmanagerPusher::Create(o);
+  ASSERT_TRUE(pusher.ok());
+  AlertmanagerPusher& p = **pusher;
+  p.Start();
+  std::vector<Episode> eps;
+  for (int i = 0; i < 201; ++i) {
+    Episode e = MakeEpisode(10);
+    e.id = 1000 + i;
+    e.cgroup = "/c" + std::to_string(i);
+    e.start_ms += i;  // they fired in this order
+    eps.push_back(e);
+  }
+  for (int round = 0; round < 10; ++round) {
+    p.Update(eps, absl::ToUnixMillis(absl::Now()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(WaitFor([&] { return p.Pending(0) == 0; }));
+  std::set<std::string> pushed;
+  for (const auto& a : am.Received()) pushed.insert(a.labels().at("cgroup"));
+  std::set<std::string> first50;
+  for (int i = 0; i < 50; ++i) first50.insert("/c" + std::to_string(i));
+  EXPECT_EQ(pushed, first50) << pushed.size() << " identities pushed";
+  std::unique_ptr<MetricWriter> w = NewTextWriter();
+  p.WriteMetrics(*w);
+  EXPECT_THAT(w->Finish(), HasSubstr("sockpressure_alertmanager_dropped_total 151\n"));
+  p.Stop();
 }
 
 TEST(AlertmanagerPush, RejectsBadFlags) {
