@@ -158,8 +158,12 @@ void AlertmanagerPusher::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (started_) return;
   started_ = true;
-  pushing_ = true;
-  thread_ = std::thread([this] { Run(); });
+  // One thread per Alertmanager: each on its own schedule, so a slow or
+  // failing one never delays another.
+  for (auto& t : targets_) {
+    ++pushing_;
+    threads_.emplace_back([this, target = t.get()] { Run(*target); });
+  }
   watchdog_ = std::thread([this] { Watch(); });
 }
 
@@ -172,7 +176,8 @@ void AlertmanagerPusher::Stop() {
   watch_cv_.notify_all();
   // The watchdog cuts a push in flight once stopping_ is set (SIGTERM does
   // not wait for a slow Alertmanager), then ends after the pusher.
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
   watch_cv_.notify_all();
   if (watchdog_.joinable()) watchdog_.join();
 }
@@ -195,7 +200,7 @@ void AlertmanagerPusher::Watch() {
         next = t->deadline_ms;
       }
     }
-    if (stopping_ && !in_flight && !pushing_) return;
+    if (stopping_ && !in_flight && pushing_ == 0) return;
     // While stopping, look again soon: a push may be between taking its
     // deadline and opening its socket, where stop() has nothing to cut yet.
     const int64_t wait_ms = stopping_ ? 50 : next == 0 ? 60000 : std::max<int64_t>(next - now, 1);
@@ -430,23 +435,20 @@ void AlertmanagerPusher::Forget() {
   }
 }
 
-void AlertmanagerPusher::Run() {
+void AlertmanagerPusher::Run(Target& t) {
   // Talks to Alertmanager and reads its answers: holds no capability
   // (thread_privilege.h).
   EnterUnprivilegedThread("sp-alertmgr");
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    for (auto& t : targets_) {
-      if (stopping_) break;
-      int64_t now = NowMs();
-      if (now >= t->next_attempt_ms) Attempt(*t, now, lock);
-    }
+    int64_t now = NowMs();
+    if (now >= t.next_attempt_ms) Attempt(t, now, lock);
     Forget();
     // Woken by Update() for new state; otherwise a short tick drives resends
     // and retries (cheap: it only walks the in-memory alert set).
     cv_.wait_for(lock, std::chrono::milliseconds(200));
   }
-  pushing_ = false;
+  --pushing_;
   watch_cv_.notify_all();
 }
 

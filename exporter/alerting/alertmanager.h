@@ -66,7 +66,7 @@ std::string DefaultAlertInstance(absl::string_view node_name, absl::string_view 
 absl::StatusOr<LabelPairs> ParseExtraLabels(const std::vector<std::string>& entries);
 
 // Thread-safe. Update() is called on the sampler thread and only touches
-// memory; all HTTP happens on the pusher's own thread.
+// memory; all HTTP happens on the pusher's threads, one per Alertmanager.
 class AlertmanagerPusher {
  public:
   static absl::StatusOr<std::unique_ptr<AlertmanagerPusher>> Create(AlertmanagerOptions options);
@@ -104,7 +104,7 @@ class AlertmanagerPusher {
   explicit AlertmanagerPusher(AlertmanagerOptions options);
   // A new firing alert for `e` (episode_alert.cc).
   Alert NewAlert(const Episode& e, bool critical) const;
-  void Run();
+  void Run(Target& t);  // one thread per Alertmanager
   // The deadline of every push (thread sp-alertmgr-dl): cuts one in flight
   // past --alertmanager.timeout, or once Stop() was called.
   void Watch();
@@ -125,9 +125,9 @@ class AlertmanagerPusher {
   std::condition_variable cv_;
   bool stopping_ = false;
   bool started_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;  // one per target
   std::condition_variable watch_cv_;  // wakes Watch(); with mu_
-  bool pushing_ = false;              // Run() has not returned yet
+  int pushing_ = 0;                   // Run()s that have not returned yet
   std::thread watchdog_;
   // key: cgroup path (warning), "critical\n" + cgroup path (critical)
   std::unordered_map<std::string, Alert> alerts_;

@@ -403,6 +403,26 @@ TEST(AlertmanagerPush, OverTheCapTheSameAlertsAreKept) {
   p.Stop();
 }
 
+TEST(AlertmanagerPush, ASlowAlertmanagerDoesNotDelayTheOther) {
+  // Both URLs get every alert; one trickles its answer. The other used to
+  // wait behind it for the whole timeout (for ever, before the deadline).
+  TricklingAlertmanager slow;
+  FakeAlertmanager good;
+  AlertmanagerOptions o = Options(slow.url());
+  o.urls.push_back(good.url());
+  o.timeout_seconds = 8;
+  auto pusher = AlertmanagerPusher::Create(o);
+  ASSERT_TRUE(pusher.ok());
+  AlertmanagerPusher& p = **pusher;
+  p.Start();
+  // Let the slow one take its first push before the alert exists.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  p.Update({MakeEpisode(10)}, absl::ToUnixMillis(absl::Now()));
+  EXPECT_TRUE(WaitFor([&] { return !good.Received().empty(); }, 2))
+      << "the second Alertmanager waited behind the first: " << p.Status();
+  p.Stop();
+}
+
 TEST(AlertmanagerPush, RejectsBadFlags) {
   EXPECT_FALSE(AlertmanagerPusher::Create(Options("alertmanager:9093")).ok());
   EXPECT_FALSE(ParseExtraLabels({"novalue"}).ok());
