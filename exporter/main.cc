@@ -291,7 +291,7 @@ int WaitForStop(const sigset_t& stop_signals, Agent& agent) {
   for (;;) {
     sigwait(&stop_signals, &sig);
     if (sig != SIGHUP) break;
-    SP_LOG_INFO("received SIGHUP: ignored (no configuration is reloaded; restart the agent to change it)");
+    SP_LOG_INFO("received SIGHUP: ignored (the TLS certificate and key are reloaded when their files change; other settings need a restart)");
   }
   SP_LOG_INFO("received signal ", sig, ", shutting down");
   agent.server->Stop();

@@ -56,6 +56,24 @@ curl -fsS --cacert "$WORK/tls.crt" -u prometheus:s3cret "https://127.0.0.1:$port
   fail "metrics over TLS failed"
 grep -q '^sockpressure_node_info' "$WORK/tls_metrics" || fail "metrics missing over TLS"
 
+# Certificate rotation (cert-manager replaces both files in place): new
+# connections get the new certificate within 5 s, without a restart, as
+# exporter-toolkit does. Until then, and after, the old one's clients are
+# not cut off mid-scrape.
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
+  -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+  -keyout "$WORK/tls2.key" -out "$WORK/tls2.crt" >/dev/null 2>&1 || fail "openssl could not make a second certificate"
+cp "$WORK/tls2.key" "$WORK/tls.key.new" && cp "$WORK/tls2.crt" "$WORK/tls.crt.new"
+mv "$WORK/tls.key.new" "$WORK/tls.key" && mv "$WORK/tls.crt.new" "$WORK/tls.crt"
+rotated=""
+for _ in $(seq 50); do
+  if [ "$(code --cacert "$WORK/tls2.crt" "https://127.0.0.1:$port/healthz")" = 200 ]; then rotated=yes; break; fi
+  sleep 0.1
+done
+[ -n "$rotated" ] || { cat "$WORK/agent.log" >&2; fail "the replaced certificate was not served within 5 s"; }
+grep -q "TLS certificate reloaded" "$WORK/agent.log" || fail "the reload was not logged"
+echo "replaced certificate served without a restart"
+
 # A config the agent does not understand is refused at start with a clear message.
 printf 'tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS13\n' >"$WORK/bad.yml"
 if "$AGENT" --web.config.file="$WORK/bad.yml" >"$WORK/bad.log" 2>&1; then fail "bad web config accepted"; fi

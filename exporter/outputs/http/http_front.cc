@@ -129,8 +129,8 @@ void HttpFront::Accept() {
     c->fd = fd;
     c->since = HttpFrontNow();
     c->deadline = c->since + options_.request_timeout_seconds;
-    if (socket_->tls() != nullptr) {
-      c->ssl = SSL_new(socket_->tls());
+    if (SSL_CTX* tls = socket_->CurrentTls(); tls != nullptr) {
+      c->ssl = SSL_new(tls);
       SSL_set_fd(c->ssl, fd);
       SSL_set_accept_state(c->ssl);
       c->state = Conn::kHandshake;

@@ -6,6 +6,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +16,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "exporter/common/logging.h"
 
 namespace sockpressure {
 namespace {
@@ -94,6 +97,8 @@ absl::StatusOr<std::unique_ptr<ListenSocket>> ListenSocket::Open(const std::stri
     absl::StatusOr<SSL_CTX*> ctx = LoadTls(web);
     if (!ctx.ok()) return ctx.status();
     l->tls_ = *ctx;
+    l->web_ = web;
+    l->stamp_ = l->TlsStamp();
   }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -133,6 +138,43 @@ absl::StatusOr<std::unique_ptr<ListenSocket>> ListenSocket::Open(const std::stri
   l->port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
                                             : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   return l;
+}
+
+std::string ListenSocket::TlsStamp() const {
+  std::string out;
+  for (const std::string& path : {web_.cert_file, web_.key_file}) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      absl::StrAppend(&out, "missing;");
+      continue;
+    }
+    absl::StrAppend(&out, st.st_ino, ",", st.st_size, ",", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec, ";");
+  }
+  return out;
+}
+
+SSL_CTX* ListenSocket::CurrentTls() {
+  if (tls_ == nullptr) return nullptr;
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const double t = static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+  if (t < next_look_) return tls_;
+  next_look_ = t + 1;
+  std::string stamp = TlsStamp();
+  if (stamp == stamp_ || stamp == failed_stamp_) return tls_;
+  absl::StatusOr<SSL_CTX*> ctx = LoadTls(web_);
+  if (!ctx.ok()) {
+    failed_stamp_ = stamp;
+    SP_LOG_WARN("TLS certificate or key changed but does not load (", ctx.status().message(),
+                "); still serving the previous one");
+    return tls_;
+  }
+  SSL_CTX_free(tls_);
+  tls_ = *ctx;
+  stamp_ = std::move(stamp);
+  failed_stamp_.clear();
+  SP_LOG_INFO("TLS certificate reloaded from ", web_.cert_file);
+  return tls_;
 }
 
 ListenSocket::~ListenSocket() {

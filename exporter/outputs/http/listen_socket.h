@@ -35,12 +35,26 @@ class ListenSocket {
   int fd() const { return fd_; }
   int port() const { return port_; }
   SSL_CTX* tls() const { return tls_; }
+  // The TLS context for a new connection, first reloaded from cert_file and
+  // key_file when either changed on disk (looked at most once a second):
+  // cert-manager and the like replace them in place, and exporter-toolkit
+  // serves the new pair without a restart. A pair that does not load (one
+  // file replaced, not yet the other) keeps the old context and is tried
+  // again. Connections already open keep theirs (OpenSSL counts the
+  // references). Called by the front's I/O thread only.
+  SSL_CTX* CurrentTls();
 
  private:
   ListenSocket() = default;
+  // What identifies the files' contents cheaply: inode, size, mtime.
+  std::string TlsStamp() const;
   int fd_ = -1;
   int port_ = 0;
   SSL_CTX* tls_ = nullptr;
+  WebConfig web_;
+  std::string stamp_;         // of the files tls_ was loaded from
+  std::string failed_stamp_;  // of the files that last failed to load (logged once)
+  double next_look_ = 0;      // CLOCK_MONOTONIC seconds
 };
 
 }  // namespace sockpressure
