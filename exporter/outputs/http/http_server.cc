@@ -42,7 +42,17 @@ HttpServer::HttpServer(HttpOptions options, TelemetryEndpoint* telemetry, std::f
 HttpServer::~HttpServer() { Stop(); }
 
 bool HttpServer::Admit(const httplib::Request& req, httplib::Response& res) {
-  if (auth_.enabled() && !auth_.Check(req.get_header_value("Authorization"))) {
+  if (!auth_.enabled()) return true;
+  const BasicAuthChecker::Verdict verdict = auth_.Verify(req.get_header_value("Authorization"));
+  if (verdict == BasicAuthChecker::Verdict::kBusy) {
+    // Another password is being verified: try again, rather than hold a
+    // request slot (and a core) for each guess of a flood.
+    res.status = 429;
+    res.set_header("Retry-After", "1");
+    res.set_content("Too many password checks at once; retry\n", "text/plain");
+    return false;
+  }
+  if (verdict != BasicAuthChecker::Verdict::kOk) {
     res.status = 401;
     res.set_header("WWW-Authenticate", "Basic realm=\"sockpressure\"");
     res.set_content("Unauthorized\n", "text/plain");

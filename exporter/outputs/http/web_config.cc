@@ -102,47 +102,53 @@ absl::StatusOr<WebConfig> LoadWebConfig(const std::string& path) {
   return cfg;
 }
 
+namespace {
+
+// "$2y$10$...": the cost is the two digits after the second '$'.
+int BcryptCost(const std::string& hash) { return hash.size() > 6 ? std::atoi(hash.substr(4, 2).c_str()) : 0; }
+
+}  // namespace
+
 BasicAuthChecker::BasicAuthChecker(std::map<std::string, std::string> users) : users_(std::move(users)) {
-  // "$2y$10$...": the cost is the two digits after the second '$'.
-  int best = -1;
-  for (const auto& [user, hash] : users_) {
-    int cost = hash.size() > 6 ? std::atoi(hash.substr(4, 2).c_str()) : 0;
-    if (cost > best) {
-      best = cost;
-      decoy_hash_ = hash;
-    }
-  }
+  for (const auto& [user, hash] : users_) decoys_.emplace(BcryptCost(hash), hash);
 }
 
-bool BasicAuthChecker::Check(absl::string_view header) {
-  if (!absl::ConsumePrefix(&header, "Basic ")) return false;
+BasicAuthChecker::Verdict BasicAuthChecker::Verify(absl::string_view header) {
+  if (!absl::ConsumePrefix(&header, "Basic ")) return Verdict::kDenied;
   std::string decoded;
-  if (!absl::Base64Unescape(absl::StripAsciiWhitespace(header), &decoded)) return false;
+  if (!absl::Base64Unescape(absl::StripAsciiWhitespace(header), &decoded)) return Verdict::kDenied;
   size_t colon = decoded.find(':');
-  if (colon == std::string::npos) return false;
+  if (colon == std::string::npos) return Verdict::kDenied;
   std::string user = decoded.substr(0, colon);
   std::string password = decoded.substr(colon + 1);
   auto it = users_.find(user);
-  if (it == users_.end()) {
-    // An unknown user costs one bcrypt verification like a wrong password,
-    // so that response times do not tell which user names exist. The
-    // slowest configured hash is used and the result ignored.
-    struct crypt_data data {};
-    (void)crypt_r(password.c_str(), decoy_hash_.c_str(), &data);
-    return false;
-  }
   std::string cache_key = absl::StrCat(user, absl::string_view("\0", 1), password);
-  {
+  if (it != users_.end()) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (verified_.count(cache_key)) return true;
+    if (verified_.count(cache_key)) return Verdict::kOk;
   }
-  struct crypt_data data {};
-  const char* hashed = crypt_r(password.c_str(), it->second.c_str(), &data);
-  if (hashed == nullptr || hashed[0] == '*' || !SafeEqual(hashed, it->second)) return false;
+  // The bcrypt work below is what a flood would buy: one at a time.
+  if (verifying_.fetch_add(1) >= kMaxVerifying) {
+    verifying_.fetch_sub(1);
+    return Verdict::kBusy;
+  }
+  bool matched = false;
+  const int own_cost = it == users_.end() ? -1 : BcryptCost(it->second);
+  for (const auto& [cost, decoy] : decoys_) {
+    // The same work for every name: the user's own hash at its cost, a
+    // decoy (result ignored) at every other cost.
+    const bool own = cost == own_cost;
+    const std::string& hash = own ? it->second : decoy;
+    struct crypt_data data {};
+    const char* hashed = crypt_r(password.c_str(), hash.c_str(), &data);
+    if (own) matched = hashed != nullptr && hashed[0] != '*' && SafeEqual(hashed, it->second);
+  }
+  verifying_.fetch_sub(1);
+  if (!matched) return Verdict::kDenied;
   std::lock_guard<std::mutex> lock(mu_);
   if (verified_.size() > 1024) verified_.clear();  // bound memory under credential churn
   verified_.insert(cache_key);
-  return true;
+  return Verdict::kOk;
 }
 
 }  // namespace sockpressure

@@ -12,6 +12,7 @@
 // a silently ignored security setting.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
@@ -33,18 +34,30 @@ absl::StatusOr<WebConfig> ParseWebConfig(absl::string_view yaml);
 absl::StatusOr<WebConfig> LoadWebConfig(const std::string& path);
 
 // Checks "Authorization: Basic ..." against bcrypt hashes. bcrypt is slow on
-// purpose, so successful checks are cached (as exporter-toolkit does); an
-// unknown user costs a bcrypt verification like a wrong password does.
+// purpose, so successful checks are cached (as exporter-toolkit does). Two
+// things keep that slowness from being used against the agent:
+//  - every uncached check costs the same, whatever the user: one bcrypt at
+//    each distinct cost the configured hashes use (the user's own hash at
+//    its cost, a decoy at the others), so response times do not tell which
+//    user names exist, even when users have different costs;
+//  - at most kMaxVerifying uncached checks run at once; another one is
+//    answered kBusy at once (429), so a flood of wrong passwords costs one
+//    core and never the request slots that cached, authenticated scrapes use.
 // Thread-safe.
 class BasicAuthChecker {
  public:
+  enum class Verdict { kOk, kDenied, kBusy };
+  static constexpr int kMaxVerifying = 1;
+
   explicit BasicAuthChecker(std::map<std::string, std::string> users);
   bool enabled() const { return !users_.empty(); }
-  bool Check(absl::string_view authorization_header);
+  Verdict Verify(absl::string_view authorization_header);
+  bool Check(absl::string_view authorization_header) { return Verify(authorization_header) == Verdict::kOk; }
 
  private:
   std::map<std::string, std::string> users_;
-  std::string decoy_hash_;  // verified against for unknown users (constant cost)
+  std::map<int, std::string> decoys_;  // bcrypt cost -> one configured hash of that cost
+  std::atomic<int> verifying_{0};
   std::mutex mu_;
   std::set<std::string> verified_;  // "user\0password" pairs that matched
 };
