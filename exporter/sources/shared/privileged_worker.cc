@@ -69,25 +69,20 @@ PrivilegedWorker& PrivilegedWorker::Get() {
   return *w;
 }
 
-PrivilegedWorker::Impl* PrivilegedWorker::impl() {
-  static Impl* i = new Impl;
-  return i;
-}
+PrivilegedWorker::PrivilegedWorker() : impl_(new Impl) {}
 
 void PrivilegedWorker::Start() {
-  Impl* i = impl();
-  std::lock_guard<std::mutex> lock(i->mu);
-  if (!i->started) i->StartLocked();
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->started) impl_->StartLocked();
 }
 
 bool PrivilegedWorker::OnWorker() const {
-  Impl* i = const_cast<PrivilegedWorker*>(this)->impl();
-  std::lock_guard<std::mutex> lock(i->mu);
-  return i->started && i->id == std::this_thread::get_id();
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->started && impl_->id == std::this_thread::get_id();
 }
 
 std::string PrivilegedWorker::Run(const std::function<void()>& fn) {
-  Impl* i = impl();
+  Impl* i = impl_;
   if (OnWorker()) {
     fn();
     std::string err = i->GoHome();

@@ -41,9 +41,9 @@ class PrivilegedWorker {
   bool OnWorker() const;
 
  private:
-  PrivilegedWorker() = default;
   struct Impl;
-  Impl* impl();
+  PrivilegedWorker();
+  Impl* const impl_;  // lives as long as the process, as the singleton does
 };
 
 }  // namespace sockpressure
