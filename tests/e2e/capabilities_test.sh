@@ -101,4 +101,35 @@ if command -v setpriv >/dev/null && su -s /bin/sh nobody -c "test -r '$AGENT' -a
 else
   echo "uid 65534 with ambient capabilities: not run (no setpriv, or the binary is not readable by nobody)"
 fi
+
+# As a plain `docker run` of the image runs it: uid 65534 with no capability
+# at all. The privileged collectors degrade (sock_diag sees this network
+# namespace only) and none of them fails: a worker that never left its
+# namespace has nothing to return from.
+unprivileged_defaults() {
+  local port pid log
+  port="$(free_port)"
+  cat >"$WORK/nobody-agent" <<SH
+#!/bin/sh
+exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all "$AGENT" "\$@"
+SH
+  chmod 755 "$WORK/nobody-agent"
+  local real_agent="$AGENT"
+  AGENT="$WORK/nobody-agent"
+  start_agent "$port"
+  AGENT="$real_agent"
+  pid="${PIDS[-1]}" log="$WORK/agent-$port.log"
+  local metrics
+  metrics="$(curl -fsS "http://127.0.0.1:$port/metrics")" || fail "uid 65534: scrape failed"
+  grep -q 'cannot return to its network namespace' "$log" && { cat "$log" >&2; fail "uid 65534: the worker says it cannot go home"; }
+  grep -q '^sockpressure_collector_success{collector="sock_diag"} 1' <<<"$metrics" ||
+    { grep '^sockpressure_collector_success' <<<"$metrics" >&2; fail "uid 65534: collector sock_diag failed"; }
+  echo "uid 65534 without capabilities: sock_diag succeeds, no worker error"
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+if command -v setpriv >/dev/null && su -s /bin/sh nobody -c "test -x '$AGENT'" 2>/dev/null; then
+  unprivileged_defaults
+else
+  echo "uid 65534 without capabilities: not run (no setpriv, or the binary is not executable by nobody)"
+fi
 echo PASS

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,11 +28,20 @@ struct PrivilegedWorker::Impl {
   std::thread::id id;
   int home = -1;  // this thread's network namespace when it started
 
-  // After a job: back to the namespace the worker started in.
+  // After a job: back to the namespace the worker started in. Only when the job left it: setns
+  // needs CAP_SYS_ADMIN even to re-enter the current namespace, and an unprivileged agent's jobs
+  // never leave, so asking would strand a worker that never moved.
   std::string GoHome() {
+    if (home >= 0 && AtHome()) return "";
     if (home >= 0 && ::setns(home, CLONE_NEWNET) == 0) return "";
     return absl::StrCat("the privileged worker cannot return to its network namespace: ",
                         home < 0 ? "it could not open it" : std::strerror(errno));
+  }
+
+  bool AtHome() const {
+    struct stat here, start;
+    return ::stat("/proc/thread-self/ns/net", &here) == 0 && ::fstat(home, &start) == 0 &&
+           here.st_dev == start.st_dev && here.st_ino == start.st_ino;
   }
 
   void Loop() {
