@@ -25,6 +25,7 @@ TEST_PKGS=(
   chromium openssl curl iproute2 procps psmisc
   qemu-system-x86 busybox-static e2fsprogs cpio kmod zstd xz-utils gzip util-linux binutils systemd
   clang-14 libclang-rt-14-dev
+  mmdebstrap buildah  # the release image (scripts/build-image.sh), without a registry
 )
 
 missing() {  # prints the packages of "$@" that are not installed
