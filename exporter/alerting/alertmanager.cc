@@ -21,6 +21,7 @@
 #include "exporter/alerting/alerting.pb.h"
 #include "exporter/common/file_reader.h"
 #include "exporter/common/logging.h"
+#include "exporter/common/syscall_filter.h"
 #include "exporter/common/thread_privilege.h"
 
 namespace sockpressure {
@@ -184,6 +185,7 @@ void AlertmanagerPusher::Stop() {
 
 void AlertmanagerPusher::Watch() {
   EnterUnprivilegedThread("sp-alertmgr-dl");
+  ConfineThisThread(SyscallProfile::kServe);  // only cuts sockets short
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     int64_t next = 0, now = NowMs();
@@ -439,6 +441,7 @@ void AlertmanagerPusher::Run(Target& t) {
   // Talks to Alertmanager and reads its answers: holds no capability
   // (thread_privilege.h).
   EnterUnprivilegedThread("sp-alertmgr");
+  ConfineThisThread(SyscallProfile::kClient);
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
     int64_t now = NowMs();

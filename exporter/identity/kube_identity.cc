@@ -6,6 +6,7 @@
 
 #include "exporter/common/logging.h"
 #include "exporter/common/stop_thread.h"
+#include "exporter/common/syscall_filter.h"
 #include "exporter/common/thread_privilege.h"
 
 namespace sockpressure {
@@ -71,6 +72,7 @@ void KubeIdentityResolver::RequestRefresh() {
 void KubeIdentityResolver::Run() {
   // Parses the kubelet's answers: holds no capability (thread_privilege.h).
   EnterUnprivilegedThread("sp-kubelet");
+  ConfineThisThread(SyscallProfile::kClient);
   std::unique_lock<std::mutex> lk(mu_);
   Clock::time_point next_allowed = Clock::now();
   int consecutive_failures = 0;

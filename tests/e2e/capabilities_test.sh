@@ -42,7 +42,7 @@ run_config() {
   # Only the privileged worker (sp-priv) holds what the agent kept; every
   # other thread holds nothing, and every thread has no_new_privs and a
   # bounding set within what was kept. Every thread but main is named.
-  local n=0 privileged=0 task tid comm eff bnd prm nnp names=""
+  local n=0 privileged=0 task tid comm eff bnd prm nnp seccomp names=""
   for task in /proc/"$pid"/task/*; do
     tid="$(basename "$task")"
     comm="$(cat "$task/comm")"
@@ -50,6 +50,7 @@ run_config() {
     prm="$(awk '/^CapPrm/{print $2}' "$task/status")"
     bnd="$(awk '/^CapBnd/{print $2}' "$task/status")"
     nnp="$(awk '/^NoNewPrivs/{print $2}' "$task/status")"
+    seccomp="$(awk '/^Seccomp:/{print $2}' "$task/status")"
     names="$names $comm"
     if [ "$comm" = sp-priv ]; then
       privileged=$((privileged + 1))
@@ -61,6 +62,12 @@ run_config() {
     fi
     (( (0x$bnd & ~0x$kept) == 0 )) || fail "$name: thread $tid ($comm) CapBnd $bnd, more than kept 0x$kept"
     [ "$nnp" = 1 ] || fail "$name: thread $tid ($comm) NoNewPrivs $nnp"
+    # The threads that parse what clients and peers send run under a
+    # system-call allow-list (seccomp mode 2, filter).
+    case "$comm" in
+      sp-http|sp-http-work|sp-kubelet|sp-alertmgr|sp-alertmgr-dl)
+        [ "$seccomp" = 2 ] || fail "$name: thread $tid ($comm) Seccomp $seccomp, want 2 (filter)";;
+    esac
     if [ "$tid" != "$pid" ]; then
       case "$comm" in sp-*) ;; *) fail "$name: thread $tid is not named (comm '$comm')";; esac
     fi
@@ -73,7 +80,7 @@ run_config() {
   if (( 0x$kept != 0 )); then
     [ "$privileged" = 1 ] || fail "$name: kept 0x$kept but $privileged sp-priv threads"
   fi
-  echo "$name: $n threads ($names ), sp-priv CapEff=$(hex $((0x$kept))) (documented at most $(hex "$max")), the others none, NoNewPrivs 1"
+  echo "$name: $n threads ($names ), sp-priv CapEff=$(hex $((0x$kept))) (documented at most $(hex "$max")), the others none, NoNewPrivs 1, the parsing threads under seccomp"
   kill "$pid"; wait "$pid" 2>/dev/null || true
 }
 

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "exporter/outputs/http/http_front_conn.h"
+#include "exporter/common/syscall_filter.h"
 #include "exporter/common/thread_privilege.h"
 
 // Connection handling: accept, TLS handshake, reading request heads,
@@ -85,6 +86,7 @@ void HttpFront::Stop() {
 void HttpFront::Loop() {
   // Parses what any client sends: holds no capability (thread_privilege.h).
   EnterUnprivilegedThread("sp-http");
+  ConfineThisThread(SyscallProfile::kServe);
   epoll_event events[64];
   double next_sweep = HttpFrontNow() + 0.1;
   while (!stop_.load()) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "exporter/common/logging.h"
 #include "exporter/outputs/http/http_front_conn.h"
+#include "exporter/common/syscall_filter.h"
 #include "exporter/common/thread_privilege.h"
 
 // Requests and responses: a complete head is refused, answered inline or
@@ -249,6 +250,7 @@ void HttpFront::Work() {
   // moves every byte: under a scrape burst the probe stays fast. (Per-thread
   // nice on Linux; raising it back would need CAP_SYS_NICE, never wanted.)
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 5);
+  ConfineThisThread(SyscallProfile::kServe);
   while (true) {
     Job job;
     {
