@@ -3,6 +3,7 @@
 // pushed and the rule-based alert, and the annotations a human reads.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "exporter/common/cgroup_label.h"
 #include "exporter/alerting/alertmanager.h"
 #include "exporter/common/label_escape.h"
 
@@ -24,7 +25,7 @@ AlertmanagerPusher::Alert AlertmanagerPusher::NewAlert(const Episode& e, bool cr
   // An annotation, as in the rules: as a label, a switch of the tripping
   // signal would be a new alert (resolve, then page again).
   a.annotations["signal"] = std::string(EpisodeSignalLabel(e));
-  a.labels["cgroup"] = EscapeLabelValue(e.cgroup);  // as in the metrics
+  a.labels["cgroup"] = EscapeLabelValue(CgroupLabel(e.cgroup));  // as in the metrics
   for (const auto& [k, v] : e.identity) a.labels[k] = v;
   if (!options_.instance.empty()) a.labels["instance"] = options_.instance;
   for (const auto& [k, v] : options_.extra_labels) a.labels[k] = v;

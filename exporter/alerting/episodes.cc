@@ -1,3 +1,4 @@
+#include "exporter/common/cgroup_label.h"
 #include "exporter/alerting/episodes.h"
 
 #include <algorithm>
@@ -49,7 +50,7 @@ double DeltaSeconds(double now, double before) { return now >= before ? now - be
 
 std::vector<LabelRef> Labels(const std::string& path, const LabelPairs& identity) {
   std::vector<LabelRef> labels;
-  labels.push_back({"cgroup", path});
+  labels.push_back({"cgroup", CgroupLabel(path)});
   for (const auto& [k, v] : identity) labels.push_back({k, v});
   return labels;
 }
@@ -324,7 +325,7 @@ std::vector<Episode> EpisodeTracker::Recent(size_t limit, const std::string& cgr
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Episode> out;
   for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
-    if (!cgroup.empty() && (*it)->e.cgroup != cgroup) continue;
+    if (!cgroup.empty() && !NamesCgroup(cgroup, (*it)->e.cgroup)) continue;
     out.push_back(CopyOut(**it));
     if (limit > 0 && out.size() >= limit) break;
   }

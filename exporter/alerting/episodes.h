@@ -103,7 +103,7 @@ class EpisodeTracker {
   void Observe(const Snapshot& snapshot);
 
   // Newest first, at most `limit` (0 = all kept), optionally one cgroup.
-  std::vector<Episode> Recent(size_t limit = 0, const std::string& cgroup = "") const;
+  std::vector<Episode> Recent(size_t limit = 0, const std::string& cgroup = "") const;  // cgroup: its path or label
   // Open episodes plus those closed by the last Observe() (for alert push).
   std::vector<Episode> OpenAndJustClosed() const;
 

@@ -1,3 +1,4 @@
+#include "exporter/common/cgroup_label.h"
 #include "exporter/outputs/alerts_api.h"
 
 #include <google/protobuf/util/json_util.h>
@@ -83,7 +84,7 @@ api::v1::Preconditions ToProto(const EpisodePreconditions& p) {
 api::v1::Episode ToProto(const Episode& e) {
   api::v1::Episode out;
   out.set_id(e.id);
-  out.set_cgroup(EscapeLabelValue(e.cgroup));  // as in the metrics' cgroup label
+  out.set_cgroup(EscapeLabelValue(CgroupLabel(e.cgroup)));  // as in the metrics' cgroup label
   out.set_cgroup_id(e.cgroup_id);
   CopyIdentity(e.identity, out.mutable_identity());
   out.set_active(e.active);
@@ -106,7 +107,7 @@ api::v1::Episode ToProto(const Episode& e) {
   *out.mutable_preconditions() = ToProto(e.preconditions);
   for (const ReclaimerPages& r : e.top_reclaimers) {
     api::v1::Reclaimer* pr = out.add_top_reclaimers();
-    pr->set_cgroup(EscapeLabelValue(r.cgroup));
+    pr->set_cgroup(EscapeLabelValue(CgroupLabel(r.cgroup)));
     pr->set_reclaimed_pages(r.reclaimed);
     pr->set_scanned_pages(r.scanned);
   }
@@ -133,7 +134,7 @@ api::v1::CgroupList BuildCgroupList(const Snapshot& s, const EpisodeTracker& epi
     bool open = counters && counters->active_episode_id;
     if (only_pressure && !c.pressure_active && !open) continue;
     api::v1::CgroupState* st = out.add_cgroups();
-    st->set_cgroup(EscapeLabelValue(c.path.str()));
+    st->set_cgroup(EscapeLabelValue(CgroupLabel(c.path.str())));
     st->set_id(c.id);
     CopyIdentity(c.identity, st->mutable_identity());
     st->set_v1(c.v1);

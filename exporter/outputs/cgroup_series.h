@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "exporter/common/cgroup_label.h"
 #include "exporter/common/metric_writer.h"
 #include "exporter/state/snapshot.h"
 
@@ -26,12 +27,13 @@ std::optional<double> OptValue(const std::optional<T>& v) {
   return static_cast<double>(*v);
 }
 
-// Sets `labels` to the shared label set of c's series: cgroup path, then its
+// Sets `labels` to the shared label set of c's series: cgroup label (a
+// suffix of its path, common/cgroup_label.h), then its
 // identity (namespace/pod/container), as views into `c`. Reuses the vector's
 // room, so a family written over every cgroup allocates nothing per series.
 inline void SetCgroupLabels(const CgroupView& c, std::vector<LabelRef>* labels) {
   labels->clear();
-  labels->push_back({"cgroup", c.path.str()});
+  labels->push_back({"cgroup", CgroupLabel(c.path.str())});
   for (const auto& [k, v] : c.identity) labels->push_back({k, v});
 }
 

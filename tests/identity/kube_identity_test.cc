@@ -1,6 +1,7 @@
 // KubeIdentityResolver: labels for every fixture layout, the refresh rules
 // (new containers, sandboxes, unknown pods), backoff while the kubelet is
 // down, expiry of pods that left, and labels in the /metrics exposition.
+#include "exporter/common/cgroup_label.h"
 #include "exporter/identity/kube_identity.h"
 
 #include <gtest/gtest.h>
@@ -286,10 +287,11 @@ TEST(KubeIdentityTest, LabelsReachTheExposition) {
   MetricsEndpoint endpoint(nullptr, {"v", "r", "c"}, context);
   std::string text = endpoint.RenderSnapshot(*snap, false);
   // Every fixture row shows up on the usage line with exactly its labels
-  // (the cgroup label stays, pod labels are added, never for non-pods).
+  // (the cgroup label stays, in its label form, pod labels are added, never
+  // for non-pods).
   int labelled = 0;
   for (const testing::FixtureRow& row : set.rows) {
-    std::string needle = absl::StrCat("cgroup=\"", row.path, "\"");
+    std::string needle = absl::StrCat("cgroup=\"", CgroupLabel(row.path), "\"");
     size_t at = std::string::npos;
     for (size_t pos = text.find("sockpressure_memcg_usage_bytes{"); pos != std::string::npos;
          pos = text.find("sockpressure_memcg_usage_bytes{", pos + 1)) {

@@ -123,12 +123,12 @@ def main():
     sys.path.insert(0, os.path.join(stack.ROOT, "tests", "sim"))
     import throttle_sim  # noqa: E402
     if s.has_pod_labels:
-        hit = first(s.webhook.snapshot(), "SockPressureTCPThrottled", "firing", throttle_sim.CONTAINER)
+        hit = first(s.webhook.snapshot(), "SockPressureTCPThrottled", "firing", throttle_sim.CONTAINER_LABEL)
         want = {"namespace": "shop", "pod": "frontend-7d9f", "container": "web", "severity": "warning"}
         if not hit:
-            fail(f"SockPressureTCPThrottled never fired for the pod's container {throttle_sim.CONTAINER}")
+            fail(f"SockPressureTCPThrottled never fired for the pod's container {throttle_sim.CONTAINER_LABEL}")
         elif any(hit[1]["labels"].get(k) != v for k, v in want.items()) or \
-                f"{throttle_sim.CONTAINER} (pod shop/frontend-7d9f) on {s.instance}" not in hit[1]["annotations"]["description"]:
+                f"{throttle_sim.CONTAINER_LABEL} (pod shop/frontend-7d9f) on {s.instance}" not in hit[1]["annotations"]["description"]:
             fail(f"pod container alert lacks Kubernetes labels or pod text: {hit[1]['labels']} {hit[1]['annotations']}")
         else:
             print("ok   SockPressureTCPThrottled for the pod's container carries namespace=shop pod=frontend-7d9f "
@@ -187,7 +187,7 @@ def main():
         print(f"ok   nothing notified for the healthy cgroup {B}")
     # Parents scan nothing of their own in the simulator; an alert there means the agent's
     # local = parent - sum(children) went wrong for some sample. Reported for the agent's owners.
-    expected_cgroups = {A, throttle_sim.CONTAINER, None}
+    expected_cgroups = {A, throttle_sim.CONTAINER_LABEL, None}
     odd = sorted({(a["labels"]["alertname"], a["labels"].get("cgroup")) for _, p in s.webhook.snapshot()
                   for a in p.get("alerts", []) if a["labels"].get("cgroup") not in expected_cgroups})
     if odd:

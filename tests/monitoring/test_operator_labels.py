@@ -80,7 +80,7 @@ def main():
           f"the target is job={job}, instance={NODE}, with no other target label")
 
     import throttle_sim  # noqa: E402  (tests/sim, on the path via stack's caller below)
-    sel = f'cgroup="{throttle_sim.CONTAINER}"'
+    sel = f'cgroup="{throttle_sim.CONTAINER_LABEL}"'
     res = stack.wait_for(lambda: s.query(f"sockpressure_memcg_socket_pressure_seconds_total{{{sel}}}")["data"]["result"],
                          30, "the pod cgroup's series")
     m = res[0]["metric"]
@@ -131,7 +131,7 @@ def main():
     def pod_alert():
         body = json.loads(stack.http_get(f"{s.prom}/api/v1/alerts"))
         return [x for x in body["data"]["alerts"] if x["labels"].get("alertname") == "SockPressureTCPThrottled"
-                and x["labels"].get("cgroup") == throttle_sim.CONTAINER]
+                and x["labels"].get("cgroup") == throttle_sim.CONTAINER_LABEL]
     alerts = stack.wait_for(pod_alert, 60, "SockPressureTCPThrottled for the pod's cgroup (pending or firing)")
     lab, ann = alerts[0]["labels"], alerts[0]["annotations"]
     print("alert:", lab, ann.get("description"))

@@ -220,7 +220,7 @@ def main():
     print(f"scan-without-reclaim ratio: A={ratio.get(A)} B={ratio.get(B)}")
     sys.path.insert(0, os.path.join(stack.ROOT, "tests", "sim"))
     import throttle_sim  # noqa: E402
-    others = {c: v for c, v in ratio.items() if c not in (A, B, throttle_sim.CONTAINER)}
+    others = {c: v for c, v in ratio.items() if c not in (A, B, throttle_sim.CONTAINER_LABEL)}
     if others:
         # Parents scan nothing of their own in the simulator; a ratio there comes from reading a
         # parent's and its children's hierarchical memory.stat at different moments (local =

@@ -41,6 +41,9 @@ POD_UID = "5f0c2e1a-7b7d-4a5e-9d1c-2b8f4e6a9c10"
 POD_SLICE = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + POD_UID.replace("-", "_") + ".slice"
 CONTAINER_ID = "4b1e0c9d2a7f6e5d8c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d"
 CONTAINER = POD_SLICE + "/cri-containerd-" + CONTAINER_ID + ".scope"
+# The agent's `cgroup` label of CONTAINER: the leading systemd slices that the
+# pod slice's own name implies are left out (docs/metrics.md#the-cgroup-label).
+CONTAINER_LABEL = CONTAINER[len("/kubepods.slice/kubepods-burstable.slice"):]
 # The kubelet's /pods answer for the one pod (subset of a core/v1 PodList), for the agent's
 # --kubelet.pods-file, so Kubernetes labels (namespace/pod/container) flow end to end.
 PODS = {"kind": "PodList", "apiVersion": "v1", "items": [{
