@@ -66,6 +66,25 @@ constexpr long kClientCalls[] = {
 #endif
 };
 
+// Sanitizer builds only: the runtime's own checks run on the confined
+// threads. UBSan's vptr check probes memory through a pipe, and reports
+// read /proc/self/exe and the limits; refusing them turns a clean run into
+// false reports. Release builds never carry these.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr long kSanitizerCalls[] = {
+#ifdef SYS_pipe
+    SYS_pipe,
+#endif
+#ifdef SYS_readlink
+    SYS_readlink,
+#endif
+    SYS_pipe2, SYS_readlinkat, SYS_mincore, SYS_process_vm_readv, SYS_prlimit64,
+#ifdef SYS_getrlimit
+    SYS_getrlimit,
+#endif
+};
+#endif
+
 // Flags that make openat() write, create or truncate: refused everywhere,
 // so the confined threads can read certificates, tokens and /etc files but
 // change none.
@@ -123,6 +142,9 @@ std::vector<sock_filter> Program(SyscallProfile profile) {
   prog.push_back(Stmt(BPF_RET | BPF_K, kDeny));
 #endif
   AllowCalls(kServeCalls, std::size(kServeCalls), &prog);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  AllowCalls(kSanitizerCalls, std::size(kSanitizerCalls), &prog);
+#endif
   if (profile == SyscallProfile::kClient) {
     AllowCalls(kClientCalls, std::size(kClientCalls), &prog);
     AllowFionread(&prog);
