@@ -44,15 +44,32 @@
     // tripped goes into the `signal` annotation, not a label: as a label, a
     // switch from one signal to the other (pressure dips below its threshold
     // while clamps continue) resolved the alert and paged again after `for`.
+    //
+    // Pressure alone pages only where it has something to throttle: a cgroup
+    // whose census counted no TCP socket in it or below it for the whole
+    // window (a reader of mmap'd files is scanned without reclaim and
+    // asserts pressure too) is left out. Without a census the series is
+    // absent and the pressure still pages.
+    local withSockets(pressure, selector, sep='\n  ') =
+      '(%s%sunless on(%s) max_over_time(sockpressure_memcg_socket_pressure_sockets{%s}[%s]) == 0)'
+      % [pressure, sep, on(['job', 'instance', 'cgroup']), selector, W],
     local throttledExpr(ratio, clamps) =
-      'cgroup:sockpressure_socket_pressure:ratio_rate%s{%s} > %g\nor on(%s)\ncgroup:sockpressure_tcp_window_clamps:rate%s{%s} > %g'
-      % [W, S, ratio, on(['job', 'instance', 'cgroup']), W, S, clamps],
+      '%s\nor on(%s)\ncgroup:sockpressure_tcp_window_clamps:rate%s{%s} > %g'
+      % [
+        withSockets('cgroup:sockpressure_socket_pressure:ratio_rate%s{%s} > %g' % [W, S, ratio], S),
+        on(['job', 'instance', 'cgroup']),
+        W,
+        S,
+        clamps,
+      ],
     // Template guard: is the socket-pressure side (the left of the `or`, so
     // the one $value comes from) above its threshold for this cgroup?
     local pressureQuery(ratio) =
       local cg = pinned(['job', 'instance', 'cgroup']);
-      '{{ with printf `cgroup:sockpressure_socket_pressure:ratio_rate%s{%s} > %g` %s | query }}'
-      % [W, cg.matchers, ratio, cg.args],
+      '{{ with printf `%s` %s %s | query }}'
+      % [withSockets('cgroup:sockpressure_socket_pressure:ratio_rate%s{%s} > %g' % [W, cg.matchers, ratio],
+                     cg.matchers,
+                     ' '), cg.args, cg.args],
     local throttledSignal(ratio) = pressureQuery(ratio) + 'socket_pressure{{ else }}window_clamps{{ end }}',
     local throttledValue(ratio) =
       pressureQuery(ratio) + 'was under socket pressure {{ $value | humanizePercentage }} of the time'

@@ -101,13 +101,15 @@ local t = g.target;
                                                           t('cgroup:sockpressure_socket_pressure:ratio_rate5m{%s} > 0' % CG),
                                                           t('cgroup:sockpressure_tcp_window_clamps:rate5m{%s} > 0' % CG),
                                                           t('cgroup:sockpressure_memcg_scan_without_reclaim:ratio_rate5m{%s}' % CG),
+                                                          t('max_over_time(sockpressure_memcg_socket_pressure_sockets{%s}[%s])' % [CG, RI]),
                                                         ],
-                                                        description='Fraction of time under socket pressure, clamps/s and reclaim scan-without-reclaim ratio per cgroup (recording rules from alerts/). Click a cgroup for its detail dashboard.',
+                                                        description='Fraction of time under socket pressure, clamps/s and reclaim scan-without-reclaim ratio per cgroup (recording rules from alerts/), and the TCP sockets in the cgroup and below it: 0 is pressure with nothing to throttle (the kernel asserted it; no alert pages for it). Click a cgroup for its detail dashboard.',
                                                         links=[{ title: 'cgroup detail', url: '/d/%s?var-datasource=${datasource}&var-instance=${__data.fields.instance}&var-cgroup=${__data.fields.cgroup}&${__url_time_range}' % UID.cgroup }],
                                                         overrides=[
                                                           { matcher: { id: 'byName', options: 'Value #A' }, properties: [{ id: 'displayName', value: 'time under pressure' }, { id: 'unit', value: 'percentunit' }] },
                                                           { matcher: { id: 'byName', options: 'Value #B' }, properties: [{ id: 'displayName', value: 'clamps/s' }] },
                                                           { matcher: { id: 'byName', options: 'Value #C' }, properties: [{ id: 'displayName', value: 'scan w/o reclaim' }, { id: 'unit', value: 'percentunit' }] },
+                                                          { matcher: { id: 'byName', options: 'Value #D' }, properties: [{ id: 'displayName', value: 'sockets (0: nothing to throttle)' }] },
                                                         ]), w=24, h=8),
                                               P(g.timeseries('Top cgroups by time under socket pressure', [
                                                 t('topk(10, rate(sockpressure_memcg_socket_pressure_seconds_total{%s}[%s]) > 0)' % [CG, RI], '{{instance}} {{cgroup}}'),
@@ -198,6 +200,7 @@ local t = g.target;
                                             P(g.timeseries('Socket pressure events', [
                                               t('rate(sockpressure_memcg_socket_pressure_events_total{%s}[%s])' % [CG, RI], '(re)asserted {{cgroup}}'),
                                               t('rate(sockpressure_memcg_sock_throttled_total{%s}[%s])' % [CG, RI], 'sock_throttled (6.19+) {{cgroup}}'),
+                                              t('sockpressure_memcg_socket_pressure_sockets{%s} == 0' % CG, 'pressure, nothing to throttle (no socket in or below) {{cgroup}}'),
                                             ], unit='ops')),
                                             P(g.timeseries('Window clamps', [
                                               t('rate(sockpressure_tcp_window_clamps_total{%s}[%s])' % [CG, RI], 'clamps/s {{cgroup}}'),

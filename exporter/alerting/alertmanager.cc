@@ -249,7 +249,9 @@ void AlertmanagerPusher::Update(const std::vector<Episode>& episodes, int64_t no
           }
           continue;
         }
-        if (e.throttled_seconds < threshold) continue;
+        // Pressure on a cgroup with no socket to throttle is no page (it can
+        // become one: the first socket that arrives while it lasts counts).
+        if (e.throttled_seconds < threshold || NothingToThrottle(e)) continue;
         if (it != alerts_.end() && it->second.episode_id == e.id) {
           // Same alert: refresh what the next resend shows, without forcing a
           // push every sample (annotations do not change the alert's identity).

@@ -82,6 +82,11 @@ absl::string_view EpisodeSignalLabel(const Episode& e) {
   return e.saw_pressure ? "socket_pressure" : "window_clamps";
 }
 
+bool NothingToThrottle(const Episode& e) {
+  return e.peak_subtree_sockets == std::optional<uint64_t>(0) && e.clamps == 0 && e.peak_clamped_sockets == 0 &&
+         e.sock_throttled == 0;
+}
+
 EpisodeTracker::EpisodeTracker(EpisodeOptions options) : options_(options) {}
 
 void EpisodeTracker::Observe(const Snapshot& s) {
@@ -230,6 +235,7 @@ void EpisodeTracker::Follow(const CgroupView& c, PerCgroup& pc, const Deltas& d,
     e.sock_throttled += d.throttled;
     e.peak_clamped_sockets = std::max(e.peak_clamped_sockets, clamped_now);
     if (c.best.census) e.peak_sockets = std::max(e.peak_sockets, c.best.census->sockets);
+    if (c.subtree_sockets) e.peak_subtree_sockets = std::max(e.peak_subtree_sockets.value_or(0), *c.subtree_sockets);
   } else if (pc.open && facts.now_ms - pc.open->e.last_throttled_ms >= facts.quiet_ms) {
     Close(pc);
   }

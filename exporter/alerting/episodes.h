@@ -78,6 +78,9 @@ struct Episode {
   std::optional<double> peak_ratio;
   uint64_t clamps = 0;
   uint64_t peak_clamped_sockets = 0, peak_sockets = 0;
+  // Most TCP sockets in the cgroup and below it (what its pressure throttles)
+  // in a throttled sample; absent without a census.
+  std::optional<uint64_t> peak_subtree_sockets;
   uint64_t sock_throttled = 0;
   PruneCounters prunes;  // pruning and memory drops while open (not a trigger)
   std::string trigger;
@@ -199,5 +202,10 @@ class EpisodeTracker {
 };
 
 absl::string_view EpisodeSignalLabel(const Episode& e);
+
+// The kernel asserted socket pressure on the cgroup, but the census never
+// counted a TCP socket in it or below it while the episode was throttled,
+// and no socket showed a clamp: the truth is recorded, and nothing pages.
+bool NothingToThrottle(const Episode& e);
 
 }  // namespace sockpressure

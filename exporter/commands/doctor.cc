@@ -42,6 +42,9 @@ struct Finding {
   double pressure_seconds_delta = 0;
   bool own = false;
   size_t inherited_below = 0;
+  // The kernel asserted pressure, but the census counted no TCP socket in
+  // the cgroup or below it, and no socket showed a clamp: nothing throttled.
+  bool nothing_to_throttle = false;
 };
 
 // The cgroups whose sockets the kernel pruned or dropped data of in the
@@ -105,6 +108,8 @@ std::vector<Finding> FindThrottled(const ByPath& prev, const Snapshot& s) {
     const uint64_t clamped = c.best.census ? c.best.census->clamped : 0;
     bool direct = f.own || f.clamps_delta > 0 || clamped > 0 || f.throttled_delta > 0 || f.pressure_seconds_delta > 0;
     if (direct) {
+      f.nothing_to_throttle = c.subtree_sockets == std::optional<uint64_t>(0) && f.clamps_delta == 0 &&
+                              clamped == 0 && f.throttled_delta == 0;
       findings.push_back(f);
     } else if (c.pressure_active) {
       // Throttled only through an ancestor: count it under the nearest
@@ -127,6 +132,9 @@ void ReportFinding(const Finding& f, std::string* r) {
   if (f.pressure_seconds_delta > 0) facts.push_back(absl::StrFormat("pressure %.1f s", f.pressure_seconds_delta));
   if (c.best.census) {
     facts.push_back(absl::StrCat("sockets ", c.best.census->sockets, ", clamped ", c.best.census->clamped));
+  }
+  if (c.subtree_sockets && (!c.best.census || *c.subtree_sockets != c.best.census->sockets)) {
+    facts.push_back(absl::StrCat("sockets in it and below ", *c.subtree_sockets));
   }
   if (f.clamps_delta > 0) facts.push_back(absl::StrCat("window clamps +", f.clamps_delta));
   if (f.throttled_delta > 0) facts.push_back(absl::StrCat("sock_throttled +", f.throttled_delta));
@@ -167,8 +175,26 @@ void ReportThrottling(const ByPath& prev, const Snapshot& s, const std::vector<F
                     absl::StrFormat("%.1f", s.interval_seconds), " s.\n");
     return;
   }
-  absl::StrAppend(r, "  FOUND in ", findings.size(), " cgroup(s):\n");
-  for (const Finding& f : findings) ReportFinding(f, r);
+  const size_t idle = static_cast<size_t>(
+      std::count_if(findings.begin(), findings.end(), [](const Finding& f) { return f.nothing_to_throttle; }));
+  if (idle < findings.size()) {
+    absl::StrAppend(r, "  FOUND in ", findings.size() - idle, " cgroup(s):\n");
+    for (const Finding& f : findings) {
+      if (!f.nothing_to_throttle) ReportFinding(f, r);
+    }
+  } else {
+    absl::StrAppend(r, "  none: no TCP socket was under memcg socket pressure in the last ",
+                    absl::StrFormat("%.1f", s.interval_seconds), " s.\n");
+  }
+  if (idle > 0) {
+    // The kernel's truth, said as such; not throttling, so no verdict and no page.
+    absl::StrAppend(r, "  Pressure, nothing to throttle, in ", idle,
+                    " cgroup(s): the kernel asserted socket pressure, but no TCP socket is charged to them or "
+                    "below them:\n");
+    for (const Finding& f : findings) {
+      if (f.nothing_to_throttle) ReportFinding(f, r);
+    }
+  }
   ReportReclaimers(prev, s, r);
 }
 
@@ -270,7 +296,8 @@ int RenderDoctorReport(const Snapshot& before, const Snapshot& s, const DoctorOp
   const std::vector<Finding> findings = FindThrottled(prev, s);
   ReportThrottling(prev, s, findings, out);
   const bool pruned = ReportPruning(prev, s, out);
-  const bool throttled = !findings.empty();
+  const bool throttled = std::any_of(findings.begin(), findings.end(),
+                                     [](const Finding& f) { return !f.nothing_to_throttle; });
   const int code = ReportVerdict(s, throttled, out);
   ReportList("Remedies that apply", Remedies(s, throttled), out);
   ReportList("Runbooks", Runbooks(s, throttled, pruned, opt.runbook_base), out);

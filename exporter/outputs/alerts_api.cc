@@ -98,6 +98,8 @@ api::v1::Episode ToProto(const Episode& e) {
   out.set_window_clamps(e.clamps);
   out.set_peak_clamped_sockets(e.peak_clamped_sockets);
   out.set_peak_sockets(e.peak_sockets);
+  if (e.peak_subtree_sockets) out.set_peak_subtree_sockets(*e.peak_subtree_sockets);
+  out.set_nothing_to_throttle(NothingToThrottle(e));
   out.set_sock_throttled(e.sock_throttled);
   out.set_prune_collapses(e.prunes.collapses);
   out.set_ofo_prunes(e.prunes.ofo_prunes);
@@ -150,6 +152,7 @@ api::v1::CgroupList BuildCgroupList(const Snapshot& s, const EpisodeTracker& epi
       st->set_sockets(c.best.census->sockets);
       st->set_clamped_sockets(c.best.census->clamped);
     }
+    if (c.subtree_sockets) st->set_subtree_sockets(*c.subtree_sockets);
     if (c.best.sock_throttled_total) st->set_sock_throttled_total(*c.best.sock_throttled_total);
     const CgroupLimits& limits = LimitsOf(c.limits);
     if (limits.memory_current) st->set_memory_current_bytes(*limits.memory_current);
@@ -238,9 +241,12 @@ void AppendCgroupTable(std::string* h, const api::v1::CgroupList& cgroups) {
                         "<th>scan w/o reclaim</th><th>sockets</th><th>clamped</th><th>pressure s total</th>"
                         "<th>clamps total</th></tr></thead><tbody>\n");
     for (const api::v1::CgroupState& c : cgroups.cgroups()) {
-      std::string state = c.pressure_asserted() ? "throttled (own pressure)"
-                          : c.pressure_active() ? "throttled (ancestor's pressure)"
-                                                : "quiet, episode open";
+      // No socket in it or below it: the kernel's pressure has nothing to throttle.
+      const bool idle = c.has_subtree_sockets() && c.subtree_sockets() == 0;
+      std::string state = c.pressure_asserted() && idle ? "pressure, nothing to throttle"
+                          : c.pressure_asserted()       ? "throttled (own pressure)"
+                          : c.pressure_active()         ? "throttled (ancestor's pressure)"
+                                                        : "quiet, episode open";
       std::string episode = c.has_active_episode_id()
                                 ? absl::StrCat("<a href=\"#episode-", c.active_episode_id(), "\">#",
                                                c.active_episode_id(), "</a>")
@@ -280,7 +286,8 @@ void AppendEpisodeTable(std::string* h, const api::v1::EpisodeList& episodes) {
                       // Second column: the picture is what people look at first.
                       EpisodeTimelineSvg(e), "</td><td><code>",
                       Escape(e.cgroup()), "</code></td><td>", Escape(Pod(e.identity())), "</td><td>",
-                      When(e.start()), "</td><td>", e.active() ? "<b>open</b>" : When(e.end()),
+                      When(e.start()), e.nothing_to_throttle() ? "<br><i>pressure, nothing to throttle</i>" : "",
+                      "</td><td>", e.active() ? "<b>open</b>" : When(e.end()),
                       "</td><td class=\"num\">", absl::StrFormat("%.0f", e.duration_seconds()),
                       "</td><td class=\"num\">", absl::StrFormat("%.1f", e.throttled_seconds()),
                       "</td><td class=\"num\">",

@@ -60,6 +60,16 @@ const std::vector<CgroupFamily>& CoreFamilies() {
          if (!HasPressure(c) || !(c.best.ratio || c.pressure_active)) return std::optional<double>();
          return std::optional<double>(c.pressure_active ? 1 : 0);
        }},
+      // Only where the kernel has asserted pressure: the alert needs it there
+      // alone, and every cgroup's series would cost the core profile ~90 B each.
+      {"sockpressure_memcg_socket_pressure_sockets", MetricKind::kGauge,
+       "TCP sockets that this cgroup's socket pressure throttles: those charged to it or to any cgroup below "
+       "it. 0 means the kernel asserted pressure on a cgroup with nothing to throttle. Present once the "
+       "cgroup has been under socket pressure, while a socket census runs.",
+       [](const CgroupView& c) {
+         if (!HasPressure(c) || c.best.pressure_events_total == 0) return std::optional<double>();
+         return OptValue(c.subtree_sockets);
+       }},
       {"sockpressure_memcg_sock_throttled_total", MetricKind::kCounter,
        "Times the kernel found a socket of this cgroup under memcg socket pressure (memory.events.local "
        "sock_throttled, kernel 6.19+).",

@@ -74,6 +74,11 @@ struct CgroupView {
   SignalTiers tier = NoTiers();
   TierValues best;
   bool pressure_active = false;  // own or an ancestor's socket pressure is live
+  // TCP sockets charged to this cgroup or any cgroup below it, from the best
+  // census tier: the sockets its own socket pressure throttles
+  // (mem_cgroup_under_socket_pressure walks up from each socket's memcg).
+  // Absent without a census; 0 is a census that found none.
+  std::optional<uint64_t> subtree_sockets;
   // Every tier that produced data, for --signal.all-tiers and the lab.
   std::map<Tier, TierValues> tiers;
 

@@ -328,7 +328,10 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
   if (!reused) {
     for (CgroupState* st : states) st->rebaseline = false;
   }
-  Views(sample, states, incremental, dirty, *snap);
+  const std::vector<int64_t> sockets = SubtreeSockets(
+      sample, states, incremental ? last_snap_.get() : nullptr,
+      snap->signal_tier[static_cast<int>(Signal::kClampedSockets)], dirty);
+  Views(sample, states, incremental, dirty, sockets, *snap);
   Fold(sample, states, *snap);
   ForgetUnseen(sample, stamp);
   last_complete_ = sample.cgroups_complete;
@@ -354,16 +357,61 @@ bool StateTracker::Incremental(const Sample& sample, bool reused, const Snapshot
   return incremental;
 }
 
+std::vector<int64_t> StateTracker::SubtreeSockets(const Sample& sample, const std::vector<CgroupState*>& states,
+                                                  const Snapshot* last, Tier census,
+                                                  std::vector<uint8_t>& dirty) const {
+  if (census == Tier::kNone) return {};
+  const size_t n = sample.cgroups.size();
+  auto own = [&](size_t i) -> int64_t {
+    auto it = states[i]->values.find(census);
+    if (it == states[i]->values.end() || !it->second.census) return 0;
+    return static_cast<int64_t>(it->second.census->sockets);
+  };
+  std::vector<int64_t> sockets(n, 0);
+  if (last == nullptr) {
+    // Children come after their parents: summed from the end, each
+    // cgroup's total is complete before it is added to its parent's.
+    for (size_t i = n; i-- > 0;) {
+      sockets[i] += own(i);
+      if (sample.cgroups[i].parent >= 0) sockets[static_cast<size_t>(sample.cgroups[i].parent)] += sockets[i];
+    }
+    return sockets;
+  }
+  // Only a dirty cgroup's own census can have moved; its change moves every
+  // ancestor's count, so those get new views too. Ancestors come first, so
+  // one marked here was already passed and is not taken for a mover.
+  for (size_t i = 0; i < n; ++i) {
+    if (!dirty[i]) continue;
+    const std::optional<SocketCensus>& before = last->cgroups[i].best.census;
+    const int64_t moved = own(i) - (before ? static_cast<int64_t>(before->sockets) : 0);
+    if (moved == 0) continue;
+    for (int a = static_cast<int>(i); a >= 0; a = sample.cgroups[static_cast<size_t>(a)].parent) {
+      sockets[static_cast<size_t>(a)] += moved;
+      dirty[static_cast<size_t>(a)] = 1;
+    }
+  }
+  return sockets;
+}
+
 void StateTracker::Views(Sample& sample, const std::vector<CgroupState*>& states, bool incremental,
-                         const std::vector<uint8_t>& dirty, Snapshot& snap) const {
+                         const std::vector<uint8_t>& dirty, const std::vector<int64_t>& sockets,
+                         Snapshot& snap) const {
   const size_t n = sample.cgroups.size();
   snap.cgroups.reserve(n);
   const Snapshot* last = incremental ? last_snap_.get() : nullptr;
   snap.same_cgroups_as_previous = last != nullptr;
   for (size_t i = 0; i < n; ++i) {
     CgroupReading& c = sample.cgroups[i];
+    // `sockets` holds totals without a last snapshot, changes from its counts with one.
+    auto with_sockets = [&](CgroupView v, const CgroupView* before) {
+      if (!sockets.empty()) {
+        const int64_t base = before != nullptr ? static_cast<int64_t>(before->subtree_sockets.value_or(0)) : 0;
+        v.subtree_sockets = static_cast<uint64_t>(std::max<int64_t>(0, base + sockets[i]));
+      }
+      return v;
+    };
     if (last == nullptr) {
-      snap.cgroups.push_back(ViewOf(c, *states[i], snap, nullptr));
+      snap.cgroups.push_back(with_sockets(ViewOf(c, *states[i], snap, nullptr), nullptr));
       continue;
     }
     const CgroupView& before = last->cgroups[i];
@@ -378,7 +426,7 @@ void StateTracker::Views(Sample& sample, const std::vector<CgroupState*>& states
       snap.cgroups.push_back(last->cgroups.shared(i));
       continue;
     }
-    snap.cgroups.push_back(ViewOf(c, *states[i], snap, &before));
+    snap.cgroups.push_back(with_sockets(ViewOf(c, *states[i], snap, &before), &before));
     snap.changed.push_back(static_cast<uint32_t>(i));
   }
 }

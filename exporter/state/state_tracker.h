@@ -90,9 +90,16 @@ class StateTracker {
   void ApplyTierEntries(const Sample& sample, const std::vector<CgroupState*>& states, bool socket_accounting,
                         std::vector<uint8_t>& dirty);
   // The snapshot's views: new ones for dirty cgroups (and those below a
-  // cgroup whose pressure flag changed), the last snapshot's otherwise.
+  // cgroup whose pressure flag changed, and above one whose socket count
+  // changed), the last snapshot's otherwise.
   void Views(Sample& sample, const std::vector<CgroupState*>& states, bool incremental,
-             const std::vector<uint8_t>& dirty, Snapshot& snap) const;
+             const std::vector<uint8_t>& dirty, const std::vector<int64_t>& sockets, Snapshot& snap) const;
+  // Each cgroup's sockets and those below it (CgroupView::subtree_sockets):
+  // with no last snapshot, summed over every cgroup; otherwise the last
+  // snapshot's counts moved by the dirty cgroups' own changes, which also
+  // mark their ancestors dirty. Empty without a census tier.
+  std::vector<int64_t> SubtreeSockets(const Sample& sample, const std::vector<CgroupState*>& states,
+                                      const Snapshot* last, Tier census, std::vector<uint8_t>& dirty) const;
   // The other steps of Update(), in order.
   void NodeFacts(const Sample& sample, Snapshot& snap) const;
   // *reused: the last sample's matching stands (the same cgroups, in order).

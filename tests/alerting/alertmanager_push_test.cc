@@ -423,6 +423,25 @@ TEST(AlertmanagerPush, ASlowAlertmanagerDoesNotDelayTheOther) {
   p.Stop();
 }
 
+// Pressure on a cgroup with no TCP socket in it or below it never pages;
+// the same episode pages once a socket is there.
+TEST(AlertmanagerPush, PressureWithNothingToThrottleDoesNotPage) {
+  FakeAlertmanager am;
+  auto pusher = AlertmanagerPusher::Create(Options(am.url()));
+  ASSERT_TRUE(pusher.ok()) << pusher.status();
+  AlertmanagerPusher& p = **pusher;
+  p.Start();
+  Episode idle = MakeEpisode(10);
+  idle.peak_subtree_sockets = 0;
+  p.Update({idle}, absl::ToUnixMillis(absl::Now()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(am.Received().empty()) << "no socket to throttle";
+  idle.peak_subtree_sockets = 1;
+  p.Update({idle}, absl::ToUnixMillis(absl::Now()));
+  EXPECT_TRUE(WaitFor([&] { return !am.Received().empty(); }));
+  p.Stop();
+}
+
 TEST(AlertmanagerPush, RejectsBadFlags) {
   EXPECT_FALSE(AlertmanagerPusher::Create(Options("alertmanager:9093")).ok());
   EXPECT_FALSE(ParseExtraLabels({"novalue"}).ok());

@@ -31,6 +31,7 @@ struct Node {
     int parent;
     TierValues best;
     bool active = false;
+    std::optional<uint64_t> subtree_sockets = std::nullopt;  // CgroupView::subtree_sockets
   };
   std::vector<Cg> cgs = {{"/", 1, -1, {}}, {"/a", 2, 0, {}}, {"/b", 3, 0, {}}, {"/a/c", 4, 1, {}}};
   bool swap = true;
@@ -70,6 +71,7 @@ struct Node {
       v.id = c.id;
       v.parent = c.parent;
       v.best = c.best;
+      v.subtree_sockets = c.subtree_sockets;
       v.tier[static_cast<int>(Signal::kReclaim)] = Tier::kMemoryStat;
       v.tier[static_cast<int>(Signal::kSocketPressure)] = Tier::kMemoryStat;
       v.pressure_active = c.best.pressure_asserted ||
@@ -451,6 +453,54 @@ TEST(EpisodesIncremental, VisitingTheChangedOnesGivesTheSameEpisodes) {
   }
   EXPECT_GT(skipped, 150u) << "still cgroups were not visited";
   EXPECT_GT(every.started_total(), 5u);
+}
+
+// A cgroup the kernel puts under socket pressure with no TCP socket in it
+// or below it (a reader of mmap'd files) is recorded as such: its episode
+// says "nothing to throttle", doctor lists it apart and finds no
+// throttling, the page says so. Once a socket is there, it is throttling.
+TEST(Episodes, PressureWithNoSocketToThrottleIsRecordedNotThrottling) {
+  EpisodeTracker t({30, 16, 5});
+  Node n;
+  n.Get("/b").subtree_sockets = 0;
+  Snapshot before = n.Step({});
+  t.Observe(before);
+  Snapshot s = n.Step({"/b"});
+  t.Observe(s);
+  std::vector<Episode> open = t.OpenAndJustClosed();
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].peak_subtree_sockets, std::optional<uint64_t>(0));
+  EXPECT_TRUE(NothingToThrottle(open[0]));
+
+  DoctorOptions o;
+  o.version = "test";
+  std::string out;
+  EXPECT_EQ(RenderDoctorReport(before, s, o, &out), kDoctorNoThrottling) << out;
+  EXPECT_THAT(out, HasSubstr("Pressure, nothing to throttle, in 1 cgroup(s)"));
+  EXPECT_THAT(out, HasSubstr("  - /b: own socket pressure asserted"));
+  EXPECT_THAT(out, Not(HasSubstr("FOUND in")));
+
+  api::v1::EpisodeList list = BuildEpisodeList(t, 0, "", s.unix_millis);
+  ASSERT_EQ(list.episodes_size(), 1);
+  EXPECT_TRUE(list.episodes(0).nothing_to_throttle());
+  std::string html = RenderEpisodesPage(BuildCgroupList(s, t, true), list, {"1.2.3", [] { return std::string(); }});
+  EXPECT_THAT(html, HasSubstr("pressure, nothing to throttle"));
+
+  // A socket arrives while the pressure lasts: now it throttles.
+  n.Get("/b").subtree_sockets = 2;
+  Snapshot later = n.Step({"/b"});
+  t.Observe(later);
+  open = t.OpenAndJustClosed();
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_FALSE(NothingToThrottle(open[0]));
+  out.clear();
+  EXPECT_EQ(RenderDoctorReport(s, later, o, &out), kDoctorThrottling);
+  EXPECT_THAT(out, HasSubstr("FOUND in 1 cgroup(s)"));
+
+  // Without a census nothing is known: pressure is throttling, as before.
+  Episode unknown = open[0];
+  unknown.peak_subtree_sockets.reset();
+  EXPECT_FALSE(NothingToThrottle(unknown));
 }
 
 }  // namespace

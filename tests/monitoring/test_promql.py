@@ -38,6 +38,7 @@ NOT_IN_SIM = {
     "sockpressure_tcp_window_clamps_total": "clamp counts need the eBPF or sock_diag tier (--no-collector.bpf, no sockets)",
     "sockpressure_tcp_clamped_sockets": "needs the eBPF or sock_diag tier",
     "sockpressure_tcp_sockets": "needs the eBPF or sock_diag tier",
+    "sockpressure_memcg_socket_pressure_sockets": "needs a socket census (eBPF iterator or sock_diag tier)",
     "sockpressure_tcp_prune_collapses_total": "needs fentry/kprobe on tcp_collapse (eBPF)",
     "sockpressure_tcp_ofo_prunes_total": "needs fentry/kprobe on tcp_prune_ofo_queue (eBPF)",
     "sockpressure_tcp_ofo_pruned_segments_total": "needs the skb:kfree_skb drop tier (eBPF)",

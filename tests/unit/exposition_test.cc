@@ -124,6 +124,25 @@ TEST(SnapshotMetricsTest, CoreProfileByDefault) {
   EXPECT_EQ(quiet_series, 5u);
   EXPECT_LE(a_series, 8u);
 
+  EXPECT_FALSE(absl::StrContains(text, "sockpressure_memcg_socket_pressure_sockets{cgroup=\"/w/quiet\"}"))
+      << "never under pressure: no socket count";
+
+  // Under pressure once, with a census: the sockets its pressure throttles
+  // (0: nothing to throttle); without a census, none.
+  CgroupView& q = s.cgroups.Mutable(s.cgroups.size() - 1);
+  q.tier[static_cast<int>(Signal::kSocketPressure)] = Tier::kTpBtf;
+  q.best.pressure_events_total = 3;
+  q.subtree_sockets = 0;
+  auto w1 = NewTextWriter();
+  WriteSnapshotMetrics(s, {"0.1.0", "abc", "GNU 12"}, {}, *w1);
+  const std::string with_census = w1->Finish();
+  EXPECT_TRUE(absl::StrContains(with_census, "sockpressure_memcg_socket_pressure_sockets{cgroup=\"/w/quiet\"} 0\n"));
+  EXPECT_TRUE(absl::StrContains(with_census, "# TYPE sockpressure_memcg_socket_pressure_sockets gauge\n"));
+  s.cgroups.Mutable(s.cgroups.size() - 1).subtree_sockets.reset();
+  auto w3 = NewTextWriter();
+  WriteSnapshotMetrics(s, {"0.1.0", "abc", "GNU 12"}, {}, *w3);
+  EXPECT_FALSE(absl::StrContains(w3->Finish(), "sockpressure_memcg_socket_pressure_sockets{cgroup=\"/w/quiet\"}"));
+
   // An ancestor's pressure covers a quiet cgroup: `active` appears, as 1.
   s.cgroups.Mutable(s.cgroups.size() - 1).pressure_active = true;
   auto w2 = NewTextWriter();

@@ -411,6 +411,7 @@ void ExpectSameView(const CgroupView& a, const CgroupView& b, int sample) {
   EXPECT_DOUBLE_EQ(a.best.pressure_seconds_total, b.best.pressure_seconds_total);
   EXPECT_EQ(a.best.pressure_asserted, b.best.pressure_asserted);
   EXPECT_EQ(a.best.clamps_total, b.best.clamps_total);
+  EXPECT_EQ(a.subtree_sockets, b.subtree_sockets);
   EXPECT_EQ(a.best.census.has_value(), b.best.census.has_value());
   if (a.best.census && b.best.census) {
     EXPECT_EQ(a.best.census->sockets, b.best.census->sockets);
@@ -434,7 +435,7 @@ void CompareWholeAndIncremental(bool bpf) {
   };
   ReclaimCounters bpf_a, bpf_b;
   PressureState press_a;
-  uint64_t clamps_b = 0;
+  uint64_t clamps_b = 0, sockets_b = 0;
   size_t shared = 0, changed_total = 0;
   for (int i = 0; i < 200; ++i) {
     if (rnd(3) == 0) {
@@ -458,7 +459,11 @@ void CompareWholeAndIncremental(bool bpf) {
       s.pressure[Tier::kFentry][102] = press_a;
       s.clamps[Tier::kFentry][103].clamps = clamps_b;
       s.census[Tier::kIter];
-      if (rnd(2) == 0) s.census[Tier::kIter][103] = SocketCensus{3, rnd(2)};
+      // Sockets come and go now and then (each change moves the counts of
+      // every ancestor), their clamped state more often.
+      if (rnd(4) == 0) sockets_b = sockets_b > 0 ? 0 : 3;
+      if (sockets_b > 0) s.census[Tier::kIter][103] = SocketCensus{sockets_b, rnd(2)};
+      if (rnd(12) == 0) s.census[Tier::kIter][101] = SocketCensus{1 + rnd(2), 0};
       s.MarkLive(Signal::kReclaim, Tier::kFentry);
       s.MarkLive(Signal::kSocketPressure, Tier::kFentry);
       s.MarkLive(Signal::kWindowClamps, Tier::kFentry);
@@ -514,6 +519,39 @@ TEST(StateTrackerIncrementalTest, OnlyTheMovingPathGetsNewViews) {
   std::shared_ptr<const Snapshot> still = tracker.Update(std::move(s), {}, 0);
   EXPECT_TRUE(still->changed.empty()) << "nothing moved";
   for (size_t i = 0; i < still->cgroups.size(); ++i) EXPECT_EQ(still->cgroups.shared(i), cleared->cgroups.shared(i));
+}
+
+// The sockets a cgroup's pressure throttles are its own and those of every
+// cgroup below it: the fio cgroup with none has nothing to throttle, its
+// parent counts its sibling's. Without a census the count is unknown.
+TEST(StateTrackerSocketsTest, SubtreeSocketsCountEveryCgroupBelow) {
+  StateTracker tracker;
+  Tree tree;
+  auto next = [&](std::optional<SocketCensus> w_b, bool same) {
+    Sample s = tree.Next();
+    s.cgroups_same_as_last = same;
+    s.census[Tier::kIter];
+    if (w_b) s.census[Tier::kIter][103] = *w_b;
+    s.MarkLive(Signal::kClampedSockets, Tier::kIter);
+    return tracker.Update(std::move(s), {}, 0);
+  };
+  auto snap = next(SocketCensus{4, 1}, false);
+  EXPECT_EQ(View(*snap, "/w/a").subtree_sockets, std::optional<uint64_t>(0)) << "a census that found none";
+  EXPECT_EQ(View(*snap, "/w/b").subtree_sockets, std::optional<uint64_t>(4));
+  EXPECT_EQ(View(*snap, "/w").subtree_sockets, std::optional<uint64_t>(4));
+  EXPECT_EQ(View(*snap, "/").subtree_sockets, std::optional<uint64_t>(4));
+  // Applied incrementally: the change reaches every ancestor, and only them.
+  snap = next(SocketCensus{4, 1}, true);
+  std::shared_ptr<const Snapshot> closed = next(std::nullopt, true);
+  ASSERT_TRUE(closed->same_cgroups_as_previous);
+  EXPECT_EQ(closed->changed, (std::vector<uint32_t>{0, 1, 3}));
+  EXPECT_EQ(closed->cgroups.shared(2), snap->cgroups.shared(2)) << "/w/a did not move";
+  EXPECT_EQ(View(*closed, "/w").subtree_sockets, std::optional<uint64_t>(0));
+  EXPECT_EQ(View(*closed, "/").subtree_sockets, std::optional<uint64_t>(0));
+
+  StateTracker no_census;
+  std::shared_ptr<const Snapshot> unknown = no_census.Update(tree.Next(), {}, 0);
+  EXPECT_FALSE(View(*unknown, "/w").subtree_sockets.has_value()) << "no census tier: unknown, not 0";
 }
 
 }  // namespace
