@@ -3,12 +3,14 @@
 #include <arpa/inet.h>
 #include <crypt.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "exporter/outputs/metrics_endpoint.h"
@@ -119,6 +121,33 @@ TEST_F(HttpServerTest, BasicAuthGuardsEverything) {
 
 using testing::RawExchange;
 
+// A client that half-closes after its request is answered, then the
+// connection ends: the answer must say so (Connection: close), whether an
+// inline route or a worker answers.
+TEST_F(HttpServerTest, HalfClosedConnectionIsAnsweredWithConnectionClose) {
+  StartServer();
+  for (const char* path : {"/healthz", "/metrics"}) {
+    SCOPED_TRACE(path);
+    int fd = testing::ConnectLoopback(server_->port(), 3);
+    ASSERT_GE(fd, 0);
+    const std::string request = absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: a\r\n\r\n");
+    // Corked, the request waits in the send queue and the FIN rides on its
+    // segment: the server reads the request and the end together, always.
+    int on = 1;
+    ASSERT_EQ(::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof on), 0);
+    ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+    ::shutdown(fd, SHUT_WR);
+    std::string out;
+    char buf[65536];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    ASSERT_TRUE(absl::StartsWith(out, "HTTP/1.1 200")) << out.substr(0, 200);
+    const std::string head = out.substr(0, out.find("\r\n\r\n"));
+    EXPECT_TRUE(absl::StrContains(head, "Connection: close")) << head;
+    EXPECT_FALSE(absl::StrContains(head, "keep-alive")) << head;
+  }
+}
+
 TEST_F(HttpServerTest, PipelinedRequestsAndHeadAreAnsweredInOrder) {
   StartServer();
   std::string out = RawExchange(server_->port(),
@@ -171,7 +200,11 @@ TEST(RequestHeadTest, RefusesBodiesAndBadHeads) {
   EXPECT_EQ(status("POST /a HTTP/1.1\r\nContent-Length: -1"), 400);
   EXPECT_EQ(status("POST /a HTTP/1.1\r\nContent-Length: 99999999999999999999999"), 400);
   EXPECT_EQ(status("GET /a HTTP/1.1\r\nTransfer-Encoding: chunked"), 501);
-  EXPECT_EQ(status("GET /a HTTP/1.1\r\nContent-Length: 0"), 0);
+  EXPECT_EQ(status("GET /a HTTP/1.1\r\nHost: a\r\nContent-Length: 0"), 0);
+  // RFC 9112 3.2: an HTTP/1.1 request without exactly one Host is a 400.
+  EXPECT_EQ(status("GET /a HTTP/1.1"), 400);
+  EXPECT_EQ(status("GET /a HTTP/1.1\r\nHost: a\r\nHost: b"), 400);
+  EXPECT_EQ(status("GET /a HTTP/1.0"), 0) << "HTTP/1.0 needs no Host";
 }
 
 TEST(RequestHeadTest, GzipHonoursQValues) {

@@ -41,6 +41,9 @@ void HttpFront::TryRequest(Conn* c) {
     if (verdict.status == 405) r.headers.emplace_back("Allow", "GET, HEAD");
     return Respond(c, nullptr, std::move(r), false);
   }
+  // The client already ended its side: this answer is the last, and its
+  // head must say so (Queue() closes after it either way).
+  if (c->eof) head.keep_alive = false;
   HttpResponse r;
   if (inline_handler_(head, &r)) return Respond(c, &head, std::move(r), head.keep_alive);
   if (in_flight_ >= options_.max_requests) {

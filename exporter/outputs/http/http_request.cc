@@ -1,5 +1,6 @@
 #include "exporter/outputs/http/http_request.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/ascii.h"
@@ -80,6 +81,13 @@ HeadVerdict ParseRequestHead(absl::string_view head, RequestHead* out) {
     if (n != 0) return {413, "request bodies are not accepted"};
   }
   if (out->method != "GET" && out->method != "HEAD") return {405, "only GET and HEAD are served"};
+  // RFC 9112 3.2: a server must answer 400 to an HTTP/1.1 request without
+  // exactly one Host field (two can route one request two ways behind a proxy).
+  if (out->http11) {
+    const auto hosts = std::count_if(out->headers.begin(), out->headers.end(),
+                                     [](const auto& kv) { return kv.first == "host"; });
+    if (hosts != 1) return {400, "HTTP/1.1 needs exactly one Host header"};
+  }
   return {};
 }
 
