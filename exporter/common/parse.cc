@@ -77,8 +77,13 @@ ProtoCounters ParseNetstat(absl::string_view text) {
     auto& table = out.tables[std::string(names[0].substr(0, names[0].size() - 1))];
     for (size_t j = 1; j < names.size(); ++j) {
       uint64_t v = 0;
-      // Some fields (MaxConn in Tcp:) are signed; skip what is not a counter.
-      if (absl::SimpleAtoi(values[j], &v)) table.emplace(std::string(names[j]), v);
+      int64_t signed_value = 0;
+      if (absl::SimpleAtoi(values[j], &v)) {
+        table.emplace(std::string(names[j]), v);
+      } else if (!absl::SimpleAtoi(values[j], &signed_value)) {
+        out.malformed = true;  // not a number at all: garbled, and left out
+      }
+      // A signed field (MaxConn in Tcp:) is no counter: skipped.
     }
   }
   if (lines.size() % 2 != 0) out.malformed = true;

@@ -11,7 +11,10 @@ std::unique_ptr<Source> NewSwapsSource(const Paths& paths) {
   return MakeFunctionSource("swaps", [root = paths.procfs](Sample& sample) -> absl::Status {
     return WithProcFile(root, "swaps", [&](const std::string& text) {
       Swaps swaps = ParseSwaps(text);
-      sample.node.swaps = swaps;
+      // A garbled file that lists no readable area says nothing about swap:
+      // unknown, not "off" (which would silence the alerts that need it).
+      // One readable area is enough to know swap is on.
+      if (!swaps.malformed || swaps.devices > 0) sample.node.swaps = swaps;
       if (swaps.malformed) return absl::DataLossError(absl::StrCat(root, "/swaps: malformed line"));
       return absl::OkStatus();
     });

@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "exporter/common/parse.h"
 #include "exporter/sources/procfs_sources.h"
 #include "exporter/state/state_tracker.h"
 #include "test_util.h"
@@ -354,6 +356,33 @@ TEST(ProcfsSourcesTest, NosocketAndBrokenFiles) {
   EXPECT_TRUE(absl::IsDataLoss(netstat)) << netstat;
   EXPECT_TRUE(NewVmstatSource(paths)->Collect(b).ok()) << "missing /proc/pressure is a missing feature";
   EXPECT_FALSE(b.node.psi_some.has_value());
+}
+
+// A garbled file fails its collector and says nothing it could not read:
+// no "swap off" from a /proc/swaps that lists nothing readable, no garbled
+// counter, and a clear error naming the file.
+TEST(ProcfsSourcesTest, GarbledFilesFailAndExportNothingMadeUp) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.path() / "swaps", "\x01\x02 garbage\nmore garbage\n");
+  testing::WriteFile(dir.path() / "net/netstat",
+                     "TcpExt: PruneCalled RcvPruned OfoPruned\nTcpExt: 12 x7 3\n");
+  Paths paths;
+  paths.procfs = dir.path().string();
+  Sample s;
+  absl::Status swaps = NewSwapsSource(paths)->Collect(s);
+  EXPECT_TRUE(absl::IsDataLoss(swaps)) << swaps;
+  EXPECT_TRUE(absl::StrContains(swaps.message(), "/swaps")) << swaps;
+  EXPECT_FALSE(s.node.swaps.has_value()) << "no readable line: unknown, not \"no swap\"";
+
+  absl::Status netstat = NewNetstatSource(paths)->Collect(s);
+  EXPECT_TRUE(absl::IsDataLoss(netstat)) << netstat << " (a garbled value)";
+  EXPECT_EQ(s.node.tcp_ext.count("RcvPruned"), 0u) << "the garbled counter is not exported";
+  EXPECT_EQ(s.node.tcp_ext.at("PruneCalled"), 12u) << "the readable ones are";
+
+  // A signed field (-1) is not a counter and not garbage.
+  ProtoCounters signed_field = ParseNetstat("TcpExt: PruneCalled Odd\nTcpExt: 4 -1\n");
+  EXPECT_FALSE(signed_field.malformed);
+  EXPECT_EQ(signed_field.tables["TcpExt"].count("Odd"), 0u);
 }
 
 TEST(ProcfsSourcesTest, MissingProcIsNotAnError) {
