@@ -43,6 +43,10 @@ AlertmanagerPusher::Alert AlertmanagerPusher::NewAlert(const Episode& e, bool cr
   // The default runbook anchor is #sockpressuretcpthrottled; the critical
   // alert's heading is the same name + "critical".
   a.annotations["runbook_url"] = critical ? absl::StrCat(options_.runbook_url, "critical") : options_.runbook_url;
+  if (e.remedy) {
+    a.annotations["remedy"] = absl::StrCat(e.remedy->action, " (seen: ", e.remedy->evidence,
+                                           "; measured: ", e.remedy->effect, ")");
+  }
   a.annotations["episode_id"] = absl::StrCat(e.id);
   a.annotations["throttled_seconds"] = absl::StrFormat("%.1f", e.throttled_seconds);
   if (!options_.external_url.empty()) {

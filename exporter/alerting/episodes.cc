@@ -94,7 +94,7 @@ void EpisodeTracker::Observe(const Snapshot& s) {
   just_closed_.clear();
   last_ms_ = s.unix_millis;
   const SampleFacts facts{s.unix_millis, s.interval_seconds,
-                          static_cast<int64_t>(std::llround(options_.quiet_seconds * 1000)), PreconditionsOf(s)};
+                          static_cast<int64_t>(std::llround(options_.quiet_seconds * 1000)), PreconditionsOf(s), &s};
   std::vector<uint32_t> visit = ToVisit(s);
   std::vector<Reclaim> reclaiming;
   std::vector<Deltas> deltas = TakeDeltas(s, visit, &reclaiming);
@@ -236,6 +236,12 @@ void EpisodeTracker::Follow(const CgroupView& c, PerCgroup& pc, const Deltas& d,
     e.peak_clamped_sockets = std::max(e.peak_clamped_sockets, clamped_now);
     if (c.best.census) e.peak_sockets = std::max(e.peak_sockets, c.best.census->sockets);
     if (c.subtree_sockets) e.peak_subtree_sockets = std::max(e.peak_subtree_sockets.value_or(0), *c.subtree_sockets);
+    // Chosen once, from the first sample that has one (the cgroup's limits
+    // and sockets may be read a sample after its pressure).
+    if (!e.remedy && pressure) {
+      std::vector<Remedy> fitting = FittingRemedies(*facts.snapshot, c);
+      if (!fitting.empty()) e.remedy = std::move(fitting.front());
+    }
   } else if (pc.open && facts.now_ms - pc.open->e.last_throttled_ms >= facts.quiet_ms) {
     Close(pc);
   }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "exporter/common/metric_writer.h"
+#include "exporter/state/remedy.h"
 #include "exporter/state/snapshot.h"
 
 namespace sockpressure {
@@ -81,6 +82,9 @@ struct Episode {
   // Most TCP sockets in the cgroup and below it (what its pressure throttles)
   // in a throttled sample; absent without a census.
   std::optional<uint64_t> peak_subtree_sockets;
+  // The remedy that fit best when the episode opened (state/remedy.h);
+  // empty when none did.
+  std::optional<Remedy> remedy;
   uint64_t sock_throttled = 0;
   PruneCounters prunes;  // pruning and memory drops while open (not a trigger)
   std::string trigger;
@@ -149,6 +153,7 @@ class EpisodeTracker {
     double interval;
     int64_t quiet_ms;
     EpisodePreconditions pre;
+    const Snapshot* snapshot;  // the one being observed (remedies read the node from it)
   };
   // One cgroup's reclaim in this sample, for the episodes open elsewhere.
   struct Reclaim {

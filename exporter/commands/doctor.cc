@@ -12,12 +12,12 @@
 #include "absl/time/clock.h"
 #include "exporter/commands/doctor_node.h"
 #include "exporter/sampler/sampler.h"
+#include "exporter/state/remedy.h"
 
 namespace sockpressure {
 namespace {
 
 using doctor::IsV1;
-using doctor::MglruOn;
 using doctor::Size;
 
 std::string Who(const CgroupView& c) {
@@ -229,34 +229,34 @@ std::vector<std::string> Remedies(const Snapshot& s, bool throttled) {
         "remove it.");
   }
   if (throttled) {
-    if (s.swap_enabled) {
-      remedies.push_back(
-          "Set memory.swap.max=0 on the throttled cgroup(s) (or turn swap off): without swap, anon pages are not "
-          "scanned and reclaim stops reporting scan-without-reclaim. Trade-off: no swap buffer before OOM.");
-    }
-    if (s.node.mglru_caps && !MglruOn(s)) {
-      remedies.push_back(
-          "Switch reclaim to MGLRU (echo y > /sys/kernel/mm/lru_gen/enabled): on 6.1 the lab's throttled cgroup "
-          "was then not scanned at all and not throttled; on 6.12 it still was. Trade-off: a different reclaim "
-          "algorithm for the whole node; test it under your workload first.");
-    }
-    remedies.push_back(
-        "Raise memory.low / memory.min of the throttled cgroup(s) to shield them from global reclaim. "
-        "Trade-off: the protection is taken from other cgroups.");
     remedies.push_back(
         "Raise memory.high / memory.max (or shrink the workload) if the cgroup reclaims against its own limit.");
     remedies.push_back(
         "Reduce page-cache pressure from the top reclaimers above (drop-behind / posix_fadvise(DONTNEED) for bulk "
         "I/O, separate cgroups for batch jobs).");
-    remedies.push_back(
-        "Last resort: boot with cgroup.memory=nosocket (removes memcg socket accounting and this throttling; "
-        "socket memory is then unbounded per cgroup). Raising net.ipv4.tcp_rmem does NOT stop the clamp.");
+    remedies.push_back("Raising net.ipv4.tcp_rmem does NOT stop the clamp (the window is pulled to 4*advmss).");
   } else if (!nosocket && !IsV1(s) && s.swap_enabled) {
     remedies.push_back(
         "No throttling now, but swap is on: the precondition exists. Keep the agent running and watch "
         "SockPressureReclaimScanWithoutReclaim / SockPressureTCPThrottled.");
   }
   return remedies;
+}
+
+// For each cgroup throttled by its own pressure, the remedies that fit what
+// the agent sees of it (state/remedy.h), in order, with their evidence and
+// the lab's measured effect.
+void ReportFittingRemedies(const Snapshot& s, const std::vector<Finding>& findings, std::string* r) {
+  for (const Finding& f : findings) {
+    if (f.nothing_to_throttle || !f.own) continue;
+    const std::vector<Remedy> fitting = FittingRemedies(s, *f.c);
+    if (fitting.empty()) continue;
+    absl::StrAppend(r, "\nRemedies that fit ", Who(*f.c), " (first fits best; the agent changes nothing)\n");
+    for (size_t i = 0; i < fitting.size(); ++i) {
+      const Remedy& m = fitting[i];
+      absl::StrAppend(r, "  ", i + 1, ". ", m.action, "\n     seen: ", m.evidence, "\n     measured: ", m.effect, "\n");
+    }
+  }
 }
 
 // The runbooks (under `base`) for what the report found, in reading order.
@@ -299,7 +299,8 @@ int RenderDoctorReport(const Snapshot& before, const Snapshot& s, const DoctorOp
   const bool throttled = std::any_of(findings.begin(), findings.end(),
                                      [](const Finding& f) { return !f.nothing_to_throttle; });
   const int code = ReportVerdict(s, throttled, out);
-  ReportList("Remedies that apply", Remedies(s, throttled), out);
+  ReportFittingRemedies(s, findings, out);
+  ReportList(throttled ? "Also check" : "Remedies that apply", Remedies(s, throttled), out);
   ReportList("Runbooks", Runbooks(s, throttled, pruned, opt.runbook_base), out);
   return code;
 }

@@ -17,6 +17,13 @@
 namespace sockpressure {
 namespace {
 
+void ToProto(const Remedy& m, api::v1::Remedy* out) {
+  out->set_key(m.key);
+  out->set_action(m.action);
+  out->set_evidence(m.evidence);
+  out->set_effect(m.effect);
+}
+
 google::protobuf::Timestamp Ts(int64_t unix_ms) {
   return google::protobuf::util::TimeUtil::MillisecondsToTimestamp(unix_ms);
 }
@@ -100,6 +107,7 @@ api::v1::Episode ToProto(const Episode& e) {
   out.set_peak_sockets(e.peak_sockets);
   if (e.peak_subtree_sockets) out.set_peak_subtree_sockets(*e.peak_subtree_sockets);
   out.set_nothing_to_throttle(NothingToThrottle(e));
+  if (e.remedy) ToProto(*e.remedy, out.mutable_remedy());
   out.set_sock_throttled(e.sock_throttled);
   out.set_prune_collapses(e.prunes.collapses);
   out.set_ofo_prunes(e.prunes.ofo_prunes);
@@ -153,6 +161,9 @@ api::v1::CgroupList BuildCgroupList(const Snapshot& s, const EpisodeTracker& epi
       st->set_clamped_sockets(c.best.census->clamped);
     }
     if (c.subtree_sockets) st->set_subtree_sockets(*c.subtree_sockets);
+    if (c.best.pressure_asserted) {
+      for (const Remedy& m : FittingRemedies(s, c)) ToProto(m, st->add_remedies());
+    }
     if (c.best.sock_throttled_total) st->set_sock_throttled_total(*c.best.sock_throttled_total);
     const CgroupLimits& limits = LimitsOf(c.limits);
     if (limits.memory_current) st->set_memory_current_bytes(*limits.memory_current);

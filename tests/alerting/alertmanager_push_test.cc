@@ -437,8 +437,13 @@ TEST(AlertmanagerPush, PressureWithNothingToThrottleDoesNotPage) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_TRUE(am.Received().empty()) << "no socket to throttle";
   idle.peak_subtree_sockets = 1;
+  // The remedy that fit goes out with the alert, with what it rests on.
+  idle.remedy = Remedy{"swap_max", "set memory.swap.max=0 on /workload.slice/proxy.service", "swap on", "lab: x"};
   p.Update({idle}, absl::ToUnixMillis(absl::Now()));
-  EXPECT_TRUE(WaitFor([&] { return !am.Received().empty(); }));
+  ASSERT_TRUE(WaitFor([&] { return !am.Received().empty(); }));
+  const api::v1::PostableAlert sent = am.Received().front();
+  ASSERT_EQ(sent.annotations().count("remedy"), 1u);
+  EXPECT_EQ(sent.annotations().at("remedy"), "set memory.swap.max=0 on /workload.slice/proxy.service (seen: swap on; measured: lab: x)");
   p.Stop();
 }
 

@@ -95,11 +95,21 @@ def main():
         code, out = run_doctor(args.agent, root)
         results.append(check("v2 throttling now", code, out, 1, "Throttling now\n  FOUND in ",
                              "reclaim            MGLRU off (classic active/inactive LRUs) (lru_gen/enabled 0x0000)",
-                             "Switch reclaim to MGLRU",
                              "  - /workload.slice/proxy.service: own socket pressure asserted; scan-without-reclaim 1.00",
                              "Reclaim in the interval", "/workload.slice/cache.service",
-                             "Verdict: THROTTLING FOUND (exit 1)", "memory.swap.max=0",
-                             "cgroup.memory=nosocket", "alerts/runbooks/tcp-throttled.md"))
+                             "Verdict: THROTTLING FOUND (exit 1)",
+                             # The remedies that fit what the node shows, in order, each with what was
+                             # seen and what the lab measured.
+                             "Remedies that fit /workload.slice/proxy.service (first fits best; the agent changes nothing)\n"
+                             "  1. set memory.swap.max=0 on /workload.slice/proxy.service\n"
+                             "     seen: swap on (",
+                             "; its memory.swap.max is max (unset); cost:",
+                             "  2. turn swap off on the node (swapoff -a)\n",
+                             "  3. turn MGLRU on (echo y > /sys/kernel/mm/lru_gen/enabled)\n"
+                             "     seen: lru_gen present but off (0x0000)",
+                             "     measured: lab, 6.1: with swap off reclaim cannot scan anon; the receiver ran at 20,026 kB/s",
+                             "last resort: boot with cgroup.memory=nosocket",
+                             "alerts/runbooks/tcp-throttled.md"))
 
         # Same pressure, but booted with cgroup.memory=nosocket: nothing can be throttled.
         write(os.path.join(root, "procfs", "cmdline"), "BOOT_IMAGE=/vmlinuz cgroup.memory=nokmem,nosocket ro quiet\n")

@@ -1,0 +1,101 @@
+#include "exporter/state/remedy.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace sockpressure {
+namespace {
+
+// What the project's lab measured (tests/lab/README.md): Debian's kernels
+// under QEMU, a hot anonymous ballast and a TCP receiver in one cgroup, a
+// page-cache reader in another, zram swap. Receiver throughput per condition.
+constexpr const char* kLabSwapOff =
+    "lab, 6.1: with swap off reclaim cannot scan anon; the receiver ran at 20,026 kB/s, unthrottled, against "
+    "255 kB/s throttled with swap on";
+constexpr const char* kLabSwapMax =
+    "not measured in the lab yet; the kernel stops scanning a cgroup's anon when it may not swap "
+    "(mem_cgroup_get_nr_swap_pages() is 0), the mechanism the lab measured node-wide with swap off: 20,026 kB/s "
+    "against 255 kB/s";
+constexpr const char* kLabMglru61 =
+    "lab, 6.1: with MGLRU on the throttled cgroup was not scanned at all and not throttled (525 kB/s against "
+    "218 kB/s off)";
+constexpr const char* kLabMglruOther =
+    "lab: on 6.1 MGLRU on ended the throttling (525 kB/s against 218 kB/s off); on 6.12 the cgroup was still "
+    "scanned without reclaim and throttled (641 kB/s)";
+constexpr const char* kLabLow = "not measured in the lab yet";
+constexpr const char* kLabNosocket =
+    "lab, 6.1: reclaim still scanned without reclaiming (5,883,614 pages, 73 freed) but nothing was throttled: "
+    "20,761 kB/s";
+
+std::string Mib(uint64_t bytes) { return absl::StrFormat("%.0f MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+bool Unset(const std::optional<uint64_t>& v) { return !v || *v == 0; }
+
+// Swap is on and may take this cgroup's anon pages.
+void SwapRemedies(const Snapshot& s, const CgroupView& c, const CgroupLimits& limits, std::vector<Remedy>* out) {
+  if (!s.swap_enabled) return;
+  std::string swap = "swap on";
+  if (s.node.swaps) {
+    absl::StrAppend(&swap, " (", s.node.swaps->devices, " area(s), ", Mib(s.node.swaps->used_bytes), " used)");
+  }
+  if (!c.v1 && !(limits.swap_max && *limits.swap_max == 0)) {
+    const std::string max = !limits.swap_max                   ? "not read"
+                            : *limits.swap_max == UINT64_MAX ? "max (unset)"
+                                                             : Mib(*limits.swap_max);
+    out->push_back({"swap_max", absl::StrCat("set memory.swap.max=0 on ", c.path.str()),
+                    absl::StrCat(swap, "; its memory.swap.max is ", max,
+                                 "; cost: its anon can no longer be swapped, so it reaches memory.max (OOM) sooner"),
+                    kLabSwapMax});
+  }
+  out->push_back({"swap_off", "turn swap off on the node (swapoff -a)",
+                  absl::StrCat(swap, "; cost: no cgroup on the node can swap"), kLabSwapOff});
+}
+
+void MglruRemedy(const Snapshot& s, std::vector<Remedy>* out) {
+  if (!s.node.mglru_caps || (*s.node.mglru_caps & 1)) return;
+  const std::string release = s.node.kernel_release.value_or("");
+  out->push_back({"mglru", "turn MGLRU on (echo y > /sys/kernel/mm/lru_gen/enabled)",
+                  absl::StrFormat("lru_gen present but off (0x%04x); cost: another reclaim algorithm for the whole "
+                                  "node, test it first",
+                                  *s.node.mglru_caps),
+                  absl::StartsWith(release, "6.1.") ? kLabMglru61 : kLabMglruOther});
+}
+
+// No protection on a cgroup whose pages reclaim finds referenced: the
+// scan-without-reclaim ratio is the hotness the kernel itself measured.
+void LowRemedy(const CgroupView& c, const CgroupLimits& limits, std::vector<Remedy>* out) {
+  // Unread limits (the core profile before the cgroup moved) are no evidence.
+  if (c.v1 || !limits.memory_low || !Unset(limits.memory_low) || !Unset(limits.memory_min) || !c.best.ratio ||
+      *c.best.ratio < 0.6) {
+    return;
+  }
+  std::string evidence = absl::StrFormat("memory.low and memory.min unset; reclaim left %.0f%% of its scanned pages",
+                                         *c.best.ratio * 100);
+  if (c.anon_bytes && limits.memory_current) {
+    absl::StrAppend(&evidence, "; anon ", Mib(*c.anon_bytes), " of memory.current ", Mib(*limits.memory_current));
+  }
+  absl::StrAppend(&evidence, "; cost: the protection is taken from the other cgroups");
+  out->push_back({"memory_low", absl::StrCat("set memory.low (or memory.min) of ", c.path.str(),
+                                             " to its working set (memory.current when healthy)"),
+                  evidence, kLabLow});
+}
+
+}  // namespace
+
+std::vector<Remedy> FittingRemedies(const Snapshot& s, const CgroupView& c) {
+  std::vector<Remedy> out;
+  if (!c.best.pressure_asserted && c.best.pressure_events_total == 0) return out;
+  if (c.subtree_sockets == std::optional<uint64_t>(0)) return out;  // nothing to throttle
+  if (!s.socket_accounting_enabled) return out;  // nosocket: no socket pressure reaches a socket
+  const CgroupLimits& limits = LimitsOf(c.limits);
+  SwapRemedies(s, c, limits, &out);
+  MglruRemedy(s, &out);
+  LowRemedy(c, limits, &out);
+  out.push_back({"nosocket", "last resort: boot with cgroup.memory=nosocket",
+                 "socket accounting on; cost: socket memory is no longer charged to, or bounded by, any cgroup",
+                 kLabNosocket});
+  return out;
+}
+
+}  // namespace sockpressure
