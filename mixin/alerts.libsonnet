@@ -70,6 +70,17 @@
       % [withSockets('cgroup:sockpressure_socket_pressure:ratio_rate%s{%s} > %g' % [W, cg.matchers, ratio],
                      cg.matchers,
                      ' '), cg.args, cg.args],
+    // The remedy that fits what the node shows, as the agent's own doctor
+    // picks it (exporter/state/remedy.h), from the series every profile has:
+    // swap on first, then MGLRU built in but off, then protection.
+    local remedy =
+      local node = pinned(['job', 'instance']);
+      'Fits first: {{ with printf `sockpressure_node_swap_enabled{%s} == 1` %s | query }}' % [node.matchers, node.args]
+      + 'memory.swap.max=0 on this cgroup (swap is on: its hot anon is scanned but not reclaimed), or swap off'
+      + '{{ else }}{{ with printf `sockpressure_node_mglru_enabled{%s} == 0` %s | query }}' % [node.matchers, node.args]
+      + 'MGLRU on (built in, off; in the lab on 6.1 it ended the throttling, on 6.12 not)'
+      + '{{ else }}memory.low / memory.min covering its working set{{ end }}{{ end }}'
+      + '; last resort cgroup.memory=nosocket. `doctor` on the node names the fitting ones with their evidence.',
     local throttledSignal(ratio) = pressureQuery(ratio) + 'socket_pressure{{ else }}window_clamps{{ end }}',
     local throttledValue(ratio) =
       pressureQuery(ratio) + 'was under socket pressure {{ $value | humanizePercentage }} of the time'
@@ -86,6 +97,7 @@
           annotations: {
             summary: 'TCP receive windows are throttled by memcg socket pressure.',
             signal: throttledSignal(c.throttledWarningRatio),
+            remedy: remedy,
             description: '%s (and every cgroup below it) %s over the last %s. Its TCP sockets advertise windows of about 4*advmss, so throughput per connection is capped.'
                          % [who, throttledValue(c.throttledWarningRatio), W],
             runbook_url: runbook('tcp-throttled', 'SockPressureTCPThrottled'),
@@ -99,6 +111,7 @@
           annotations: {
             summary: 'TCP receive windows are throttled by memcg socket pressure most of the time.',
             signal: throttledSignal(c.throttledCriticalRatio),
+            remedy: remedy,
             description: '%s (and every cgroup below it) %s over the last %s. Network throughput of its workloads is collapsing (about 5.8 KB per round trip per connection).'
                          % [who, throttledValue(c.throttledCriticalRatio), W],
             runbook_url: runbook('tcp-throttled', 'SockPressureTCPThrottledCritical'),
