@@ -16,7 +16,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config git ca-certificates \
       clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev \
-      prometheus-cpp-dev libcpp-httplib-dev libabsl-dev \
+      prometheus-cpp-dev libcpp-httplib-dev libabsl-dev libyaml-cpp-dev \
       libprotobuf-dev protobuf-compiler python3 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -34,13 +34,14 @@ FROM debian:bookworm-slim
 #   libssl3/libbrotli1), abseil, protobuf, libbpf (+libelf1, zlib1g), and
 #   libcrypt1 (crypt() for --web.config.file password hashes; only priority
 #   "optional", so not guaranteed in -slim), libssl3 (libcrypto for the
-#   kubelet client's TLS). libc6/libgcc-s1/libstdc++6 are in the base image.
+#   kubelet client's TLS), libyaml-cpp0.7 (--web.config.file's parser).
+#   libc6/libgcc-s1/libstdc++6 are in the base image.
 #   ca-certificates: the system roots for https Alertmanagers with a public
 #   certificate (--alertmanager.ca-file is only needed for a private CA).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libprometheus-cpp-core1.0 libcpp-httplib0.11 libabsl20220623 libprotobuf32 \
-      libbpf1 libelf1 zlib1g libcrypt1 libssl3 ca-certificates \
+      libbpf1 libelf1 zlib1g libcrypt1 libssl3 libyaml-cpp0.7 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/sockpressure_exporter /usr/bin/sockpressure_exporter
 # Non-root by default: a plain `docker run` gets the memory.stat and procfs

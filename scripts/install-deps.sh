@@ -13,7 +13,7 @@ APT=(apt-get install -y -q -o DPkg::Lock::Timeout=900)
 BUILD_PKGS=(
   build-essential cmake pkg-config git ca-certificates ccache
   prometheus-cpp-dev libabsl-dev libprotobuf-dev protobuf-compiler
-  libcpp-httplib-dev libssl-dev zlib1g-dev libcrypt-dev
+  libcpp-httplib-dev libssl-dev zlib1g-dev libcrypt-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev
   libbpf-dev libelf-dev bpftool clang llvm
   python3  # the tests, the lab and the benchmarks

@@ -75,7 +75,7 @@ grep -q "TLS certificate reloaded" "$WORK/agent.log" || fail "the reload was not
 echo "replaced certificate served without a restart"
 
 # A config the agent does not understand is refused at start with a clear message.
-printf 'tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS13\n' >"$WORK/bad.yml"
+printf 'tls_server_config:\n  cert_file: a\n  key_file: b\n  minversion: TLS13\n' >"$WORK/bad.yml"
 if "$AGENT" --web.config.file="$WORK/bad.yml" >"$WORK/bad.log" 2>&1; then fail "bad web config accepted"; fi
-grep -q "unsupported tls_server_config key 'min_version'" "$WORK/bad.log" || { cat "$WORK/bad.log"; fail "unclear error"; }
+grep -q "unknown key 'tls_server_config.minversion'" "$WORK/bad.log" || { cat "$WORK/bad.log"; fail "unclear error"; }
 echo "PASS"

@@ -1,4 +1,3 @@
-#include <crypt.h>
 #include <gtest/gtest.h>
 
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -14,7 +13,6 @@
 #include "exporter/outputs/proto_writer.h"
 #include "exporter/outputs/snapshot_metrics.h"
 #include "exporter/outputs/text_writer.h"
-#include "exporter/outputs/http/web_config.h"
 #include "exporter/proto/metrics.pb.h"
 
 namespace sockpressure {
@@ -230,41 +228,6 @@ TEST(MetricsEndpointTest, AcceptNegotiation) {
       "text/plain;version=0.0.4;q=0.3,*/*;q=0.1"));
   EXPECT_FALSE(MetricsEndpoint::WantsProtobuf("text/plain;version=0.0.4;q=1,*/*;q=0.1"));
   EXPECT_FALSE(MetricsEndpoint::WantsProtobuf(""));
-}
-
-TEST(WebConfigTest, ParsesExporterToolkitSubset) {
-  auto cfg = ParseWebConfig(
-      "# comment\ntls_server_config:\n  cert_file: /etc/tls.crt\n  key_file: \"/etc/tls.key\"\n"
-      "basic_auth_users:\n  prometheus: $2y$10$abcdefghijklmnopqrstuuJ1234567890123456789012345678 # hash\n");
-  ASSERT_TRUE(cfg.ok()) << cfg.status();
-  EXPECT_EQ(cfg->cert_file, "/etc/tls.crt");
-  EXPECT_EQ(cfg->key_file, "/etc/tls.key");
-  EXPECT_TRUE(cfg->tls());
-  EXPECT_EQ(cfg->basic_auth_users.count("prometheus"), 1u);
-}
-
-TEST(WebConfigTest, RejectsWhatItDoesNotUnderstand) {
-  EXPECT_FALSE(ParseWebConfig("http_server_config:\n  http2: false\n").ok());
-  EXPECT_FALSE(ParseWebConfig("tls_server_config:\n  cert_file: a\n").ok()) << "key_file missing";
-  EXPECT_FALSE(ParseWebConfig("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS13\n").ok());
-  EXPECT_FALSE(ParseWebConfig("basic_auth_users:\n  alice: plaintext\n").ok()) << "plain passwords refused";
-  auto err = ParseWebConfig("tls_config:\n");
-  EXPECT_TRUE(absl::StrContains(err.status().message(), "line 1"));
-}
-
-TEST(WebConfigTest, BasicAuthWithRealBcrypt) {
-  struct crypt_data data {};
-  char salt[64];
-  ASSERT_NE(crypt_gensalt_rn("$2b$", 4, nullptr, 0, salt, sizeof salt), nullptr);
-  std::string hash = crypt_r("s3cret", salt, &data);
-  ASSERT_TRUE(absl::StartsWith(hash, "$2b$04$"));
-  BasicAuthChecker auth({{"prometheus", hash}});
-  EXPECT_TRUE(auth.Check("Basic " + absl::Base64Escape("prometheus:s3cret")));
-  EXPECT_TRUE(auth.Check("Basic " + absl::Base64Escape("prometheus:s3cret"))) << "cached";
-  EXPECT_FALSE(auth.Check("Basic " + absl::Base64Escape("prometheus:wrong")));
-  EXPECT_FALSE(auth.Check("Basic " + absl::Base64Escape("mallory:s3cret")));
-  EXPECT_FALSE(auth.Check("Bearer xyz"));
-  EXPECT_FALSE(auth.Check(""));
 }
 
 // Issue 13: --sample.interval=inf busy-looped the sampler and

@@ -1,15 +1,27 @@
-// --web.config.file: TLS and basic auth in the exporter-toolkit format that
-// node_exporter users already have:
+// --web.config.file: TLS, basic auth and response headers in the
+// exporter-toolkit format that node_exporter users already have
+// (https://github.com/prometheus/exporter-toolkit/blob/master/docs/web-configuration.md),
+// parsed with yaml-cpp:
 //
 //   tls_server_config:
-//     cert_file: /etc/sockpressure/tls.crt
+//     cert_file: /etc/sockpressure/tls.crt      # relative paths: to the config file's directory
 //     key_file: /etc/sockpressure/tls.key
-//     client_ca_file: /etc/sockpressure/ca.crt   # optional: require client certs
+//     client_auth_type: RequireAndVerifyClientCert
+//     client_ca_file: /etc/sockpressure/ca.crt
+//     min_version: TLS12                        # TLS10..TLS13; default TLS12
+//     max_version: TLS13                        # default TLS13
+//     cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]  # Go names; TLS <= 1.2 only
+//     curve_preferences: [X25519, CurveP256]
+//     prefer_server_cipher_suites: true         # default true
+//   http_server_config:
+//     http2: true                               # accepted; this server speaks HTTP/1.1 only
+//     headers:
+//       X-Content-Type-Options: nosniff
 //   basic_auth_users:
 //     prometheus: $2y$10$...                     # bcrypt hash
 //
-// Only this subset is supported; any other key is a clear error rather than
-// a silently ignored security setting.
+// As exporter-toolkit (strict unmarshalling), any other key is an error
+// naming it, never a silently ignored security setting.
 #pragma once
 
 #include <atomic>
@@ -17,20 +29,52 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 #include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 
 namespace sockpressure {
 
+// Go's tls.ClientAuthType, by exporter-toolkit's names.
+enum class ClientAuth {
+  kNoClientCert,
+  kRequestClientCert,           // asked for, neither required nor verified
+  kRequireAnyClientCert,        // required, not verified
+  kVerifyClientCertIfGiven,     // not required, verified when given
+  kRequireAndVerifyClientCert,  // required and verified
+};
+
 struct WebConfig {
   std::string cert_file, key_file, client_ca_file;
+  ClientAuth client_auth = ClientAuth::kNoClientCert;
+  // Protocol versions as on the wire (OpenSSL's TLS1_2_VERSION is 0x0303).
+  int min_version = 0x0303, max_version = 0x0304;
+  // OpenSSL names of the TLS <= 1.2 suites; empty: kDefaultTls12Ciphers.
+  std::vector<std::string> cipher_suites;
+  // OpenSSL group names ("X25519", "P-256"); empty: OpenSSL's default.
+  std::vector<std::string> curve_preferences;
+  bool prefer_server_cipher_suites = true;
+  bool http2 = true;  // accepted for compatibility; HTTP/1.1 is all this server speaks
+  // Added to every response the server's routes give (exporter-toolkit's
+  // allow-list of names and values).
+  std::map<std::string, std::string> headers;
   std::map<std::string, std::string> basic_auth_users;  // user -> bcrypt hash
 
   bool tls() const { return !cert_file.empty(); }
 };
 
-absl::StatusOr<WebConfig> ParseWebConfig(absl::string_view yaml);
+// The TLS 1.2 suites offered when cipher_suites is not set: ECDHE key
+// exchange with an AEAD only (no static-RSA key exchange, no CBC), as
+// exporter-toolkit's Go default. TLS 1.3's suites are OpenSSL's default and,
+// as in Go, not configurable.
+inline constexpr char kDefaultTls12Ciphers[] =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+// `dir` resolves relative file paths (exporter-toolkit: the config file's
+// directory); empty leaves them as they are.
+absl::StatusOr<WebConfig> ParseWebConfig(absl::string_view yaml, const std::string& dir = "");
 absl::StatusOr<WebConfig> LoadWebConfig(const std::string& path);
 
 // Checks "Authorization: Basic ..." against bcrypt hashes. bcrypt is slow on
