@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -16,6 +17,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "exporter/common/logging.h"
 
 namespace sockpressure {
@@ -39,6 +41,10 @@ absl::Status Readable(const char* what, const std::string& path) {
   return absl::OkStatus();
 }
 
+// RequestClientCert and RequireAnyClientCert: a certificate is taken as it
+// comes, unverified (the application may look at it; this one does not).
+int AcceptAnyCertificate(int /*preverify_ok*/, X509_STORE_CTX* /*store*/) { return 1; }
+
 absl::StatusOr<SSL_CTX*> LoadTls(const WebConfig& web) {
   for (auto [what, path] : {std::pair<const char*, const std::string*>{"cert_file", &web.cert_file},
                             {"key_file", &web.key_file},
@@ -53,7 +59,16 @@ absl::StatusOr<SSL_CTX*> LoadTls(const WebConfig& web) {
     SSL_CTX_free(ctx);
     return absl::InvalidArgumentError(absl::StrCat("TLS ", what, " ", path, ": ", why));
   };
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  // tls_server_config's protocol and cipher settings (web_config.h).
+  SSL_CTX_set_min_proto_version(ctx, web.min_version);
+  SSL_CTX_set_max_proto_version(ctx, web.max_version);
+  const std::string ciphers = web.cipher_suites.empty() ? kDefaultTls12Ciphers : absl::StrJoin(web.cipher_suites, ":");
+  if (SSL_CTX_set_cipher_list(ctx, ciphers.c_str()) != 1) return fail("cipher_suites", ciphers);
+  if (!web.curve_preferences.empty()) {
+    const std::string groups = absl::StrJoin(web.curve_preferences, ":");
+    if (SSL_CTX_set1_groups_list(ctx, groups.c_str()) != 1) return fail("curve_preferences", groups);
+  }
+  if (web.prefer_server_cipher_suites) SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
   // Non-blocking writes may be resumed with the buffer at another address.
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -62,12 +77,37 @@ absl::StatusOr<SSL_CTX*> LoadTls(const WebConfig& web) {
     return fail("key_file", web.key_file);
   }
   if (SSL_CTX_check_private_key(ctx) != 1) return fail("key_file does not match cert_file:", web.key_file);
+  // client_auth_type as Go's tls.ClientAuthType: whether a certificate is
+  // asked for, required, and verified against client_ca_file (or, as Go
+  // does without one, the system's roots).
+  const bool verify = web.client_auth == ClientAuth::kVerifyClientCertIfGiven ||
+                      web.client_auth == ClientAuth::kRequireAndVerifyClientCert;
   if (!web.client_ca_file.empty()) {
     if (SSL_CTX_load_verify_locations(ctx, web.client_ca_file.c_str(), nullptr) != 1) {
       return fail("client_ca_file", web.client_ca_file);
     }
     SSL_CTX_set_client_CA_list(ctx, SSL_load_client_CA_file(web.client_ca_file.c_str()));
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  } else if (verify) {
+    // Read now, not looked up per handshake: a file, as client_ca_file is.
+    if (SSL_CTX_load_verify_file(ctx, X509_get_default_cert_file()) != 1) {
+      return fail("client_auth_type without client_ca_file: the system roots", X509_get_default_cert_file());
+    }
+  }
+  switch (web.client_auth) {
+    case ClientAuth::kNoClientCert:
+      break;
+    case ClientAuth::kRequestClientCert:
+      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, AcceptAnyCertificate);
+      break;
+    case ClientAuth::kRequireAnyClientCert:
+      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, AcceptAnyCertificate);
+      break;
+    case ClientAuth::kVerifyClientCertIfGiven:
+      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+      break;
+    case ClientAuth::kRequireAndVerifyClientCert:
+      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+      break;
   }
   return ctx;
 }
@@ -142,7 +182,8 @@ absl::StatusOr<std::unique_ptr<ListenSocket>> ListenSocket::Open(const std::stri
 
 std::string ListenSocket::TlsStamp() const {
   std::string out;
-  for (const std::string& path : {web_.cert_file, web_.key_file}) {
+  for (const std::string& path : {web_.cert_file, web_.key_file, web_.client_ca_file}) {
+    if (path.empty()) continue;
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) {
       absl::StrAppend(&out, "missing;");

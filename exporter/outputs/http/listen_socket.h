@@ -35,8 +35,9 @@ class ListenSocket {
   int fd() const { return fd_; }
   int port() const { return port_; }
   SSL_CTX* tls() const { return tls_; }
-  // The TLS context for a new connection, first reloaded from cert_file and
-  // key_file when either changed on disk (looked at most once a second):
+  // The TLS context for a new connection, first reloaded (with the whole
+  // tls_server_config) from cert_file, key_file and client_ca_file when one
+  // changed on disk (looked at most once a second):
   // cert-manager and the like replace them in place, and exporter-toolkit
   // serves the new pair without a restart. A pair that does not load (one
   // file replaced, not yet the other) keeps the old context and is tried
