@@ -119,6 +119,30 @@ TEST_F(HttpServerTest, BasicAuthGuardsEverything) {
   EXPECT_EQ(ok->status, 200);
 }
 
+// http_server_config.headers: on every answer of the routes and probes, the
+// 401 and 404 included, as exporter-toolkit's handler adds them.
+TEST_F(HttpServerTest, ConfiguredHeadersOnEveryAnswer) {
+  struct crypt_data data {};
+  char salt[64];
+  ASSERT_NE(crypt_gensalt_rn("$2b$", 4, nullptr, 0, salt, sizeof salt), nullptr);
+  WebConfig web;
+  web.basic_auth_users["prometheus"] = crypt_r("pw", salt, &data);
+  web.headers = {{"X-Content-Type-Options", "nosniff"}, {"X-Frame-Options", "deny"}};
+  StartServer(web);
+  for (const char* path : {"/metrics", "/healthz", "/", "/nope"}) {
+    for (bool auth : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(path, auth ? " with auth" : " without auth"));
+      httplib::Client client("127.0.0.1", server_->port());
+      if (auth) client.set_basic_auth("prometheus", "pw");
+      auto r = client.Get(path);
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->get_header_value("X-Content-Type-Options"), "nosniff") << r->status;
+      EXPECT_EQ(r->get_header_value("X-Frame-Options"), "deny") << r->status;
+      EXPECT_EQ(r->get_header_value_count("X-Frame-Options"), 1u);
+    }
+  }
+}
+
 using testing::RawExchange;
 
 // A client that half-closes after its request is answered, then the

@@ -82,7 +82,19 @@ void HttpServer::Probe(const std::string& path, Check check, std::string link_te
   probes_[path] = std::move(check);
 }
 
+// http_server_config.headers, on every answer of the routes and probes (as
+// exporter-toolkit's handler adds them); not on the front's own 400/408/503.
+void HttpServer::AddConfiguredHeaders(HttpResponse* out) const {
+  for (const auto& [name, value] : options_.web.headers) out->headers.emplace_back(name, value);
+}
+
 bool HttpServer::ServeInline(const RequestHead& head, HttpResponse* out) {
+  if (!ServeInlineRoutes(head, out)) return false;
+  AddConfiguredHeaders(out);
+  return true;
+}
+
+bool HttpServer::ServeInlineRoutes(const RequestHead& head, HttpResponse* out) {
   auto probe = probes_.find(head.path);
   if (probe != probes_.end()) {
     // No basic auth here (see the class comment); cheap enough for the I/O thread.
@@ -99,6 +111,11 @@ bool HttpServer::ServeInline(const RequestHead& head, HttpResponse* out) {
 }
 
 void HttpServer::Serve(const RequestHead& head, HttpResponse* out) {
+  ServeRoutes(head, out);
+  AddConfiguredHeaders(out);
+}
+
+void HttpServer::ServeRoutes(const RequestHead& head, HttpResponse* out) {
   httplib::Request req;
   req.method = head.method;
   req.target = head.target;

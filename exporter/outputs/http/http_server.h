@@ -76,6 +76,9 @@ class HttpServer {
   void ServeTelemetry(const RequestHead& head, HttpResponse* out);
   void Serve(const RequestHead& head, HttpResponse* out);
   bool ServeInline(const RequestHead& head, HttpResponse* out);
+  void ServeRoutes(const RequestHead& head, HttpResponse* out);
+  bool ServeInlineRoutes(const RequestHead& head, HttpResponse* out);
+  void AddConfiguredHeaders(HttpResponse* out) const;
 
   HttpOptions options_;
   TelemetryEndpoint* telemetry_;
