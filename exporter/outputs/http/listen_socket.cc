@@ -64,6 +64,8 @@ absl::StatusOr<SSL_CTX*> LoadTls(const WebConfig& web) {
   SSL_CTX_set_max_proto_version(ctx, web.max_version);
   const std::string ciphers = web.cipher_suites.empty() ? kDefaultTls12Ciphers : absl::StrJoin(web.cipher_suites, ":");
   if (SSL_CTX_set_cipher_list(ctx, ciphers.c_str()) != 1) return fail("cipher_suites", ciphers);
+  // TLS 1.3's suites are not configurable (as in Go); Go's order, AES-128 first.
+  SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256");
   if (!web.curve_preferences.empty()) {
     const std::string groups = absl::StrJoin(web.curve_preferences, ":");
     if (SSL_CTX_set1_groups_list(ctx, groups.c_str()) != 1) return fail("curve_preferences", groups);
