@@ -18,10 +18,10 @@ BUILD_PKGS=(
   libbpf-dev libelf-dev bpftool clang llvm
   python3  # the tests, the lab and the benchmarks
 )
-# Servers and tools the tests run for real: Prometheus, Alertmanager,
+# Servers and tools the tests run for real: Prometheus, Alertmanager, node_exporter,
 # promtool/amtool, a browser, the QEMU kernel lab, netns tooling, linters.
 TEST_PKGS=(
-  prometheus prometheus-alertmanager yamllint python3 python3-jsonschema jsonnet
+  prometheus prometheus-alertmanager prometheus-node-exporter yamllint python3 python3-jsonschema jsonnet
   chromium openssl curl iproute2 procps psmisc
   qemu-system-x86 busybox-static e2fsprogs cpio kmod zstd xz-utils gzip util-linux binutils systemd
   clang-14 libclang-rt-14-dev
