@@ -6,7 +6,15 @@
 // re-reads of a file bigger than memory cause refaults / workingset
 // activations, which turns off cache trimming and makes reclaim scan anon LRUs
 // of every cgroup, including the ballast's.
+//
+// With "mmap" the file is mapped and each block copied out of the mapping, as
+// fio's ioengine=mmap does (the original report's job). Mapped pages that a
+// reader touched are referenced in its page tables, so reclaim rotates them
+// instead of freeing them: the reader's own cgroup is scanned without reclaim
+// and gets socket pressure, with no socket to throttle.
 #include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +24,7 @@
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: randread FILE [BLOCK_KIB]\n");
+    fprintf(stderr, "usage: randread FILE [BLOCK_KIB [mmap]]\n");
     return 2;
   }
   size_t bs = (argc > 2 ? strtoul(argv[2], NULL, 10) : 64) << 10;
@@ -32,6 +40,14 @@ int main(int argc, char **argv) {
   }
   uint64_t blocks = (uint64_t)st.st_size / bs;
   char *buf = malloc(bs);
+  const char *map = NULL;
+  if (argc > 3 && strcmp(argv[3], "mmap") == 0) {
+    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+      perror("randread: mmap");
+      return 1;
+    }
+  }
   // Seeded per process: parallel readers must not read the same sequence.
   uint64_t x = (((uint64_t)time(NULL) << 20) ^ ((uint64_t)getpid() * 0x9e3779b97f4a7c15ull)) | 1, n = 0;
   struct timespec t0, t;
@@ -40,7 +56,11 @@ int main(int argc, char **argv) {
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
-    if (pread(fd, buf, bs, (off_t)((x % blocks) * bs)) < 0) {
+    const uint64_t off = (x % blocks) * bs;
+    if (map != NULL) {
+      memcpy(buf, map + off, bs);
+      __asm__ volatile("" : : "r"(buf) : "memory");  // the copy is the read: keep it
+    } else if (pread(fd, buf, bs, (off_t)off) < 0) {
       perror("randread: pread");
       return 1;
     }
