@@ -1,12 +1,16 @@
 // Streamed response bodies (outputs/body_stream.h): the front writes a body
 // a piece at a time, asking for the next piece only once the last is sent,
 // framed as HTTP/1.1 chunks (or close-delimited for HTTP/1.0).
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -50,6 +54,7 @@ class Pieces final : public BodyStream {
 
 class HttpStreamTest : public ::testing::Test {
  protected:
+  virtual FrontOptions Options() const { return {}; }
   // /big: 8 pieces of 200 KB; /one: one piece; /fail: fails at piece 3;
   // /huge: 200 pieces of 256 KB (50 MB).
   void SetUp() override {
@@ -57,7 +62,7 @@ class HttpStreamTest : public ::testing::Test {
     ASSERT_TRUE(socket.ok()) << socket.status();
     port_ = (*socket)->port();
     front_ = std::make_unique<HttpFront>(
-        FrontOptions{}, [](const RequestHead&, HttpResponse*) { return false; },
+        Options(), [](const RequestHead&, HttpResponse*) { return false; },
         [this](const RequestHead& head, HttpResponse* r) {
           r->headers = {{"Content-Type", "text/plain"}};
           if (head.path == "/big") r->stream = std::make_unique<Pieces>(8, 200000, &produced_);
@@ -179,6 +184,60 @@ TEST_F(HttpStreamTest, PiecesAreProducedOnlyAsFastAsTheClientReads) {
   ::close(fd);
   EXPECT_GT(got, 200u << 18);
   EXPECT_EQ(produced_.load(), 200);
+}
+
+int LocalPort(int fd) {
+  sockaddr_in sa{};
+  socklen_t len = sizeof sa;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return -1;
+  return ntohs(sa.sin_port);
+}
+
+// What the kernel holds for the server's side of the loopback connection
+// from `client_port` (/proc/net/tcp tx_queue: bytes sent and not yet
+// acknowledged, or not sent yet), in any state, an orphan's included; -1 when
+// that socket is gone.
+long ServerQueued(int server_port, int client_port) {
+  FILE* f = std::fopen("/proc/net/tcp", "r");
+  if (f == nullptr) return -2;
+  char line[512];
+  long queued = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned local_ip, local_port, remote_ip, remote_port, state;
+    unsigned long tx, rx;
+    if (std::sscanf(line, " %*d: %8X:%X %8X:%X %X %lX:%lX", &local_ip, &local_port, &remote_ip, &remote_port,
+                    &state, &tx, &rx) == 7 &&
+        static_cast<int>(local_port) == server_port && static_cast<int>(remote_port) == client_port) {
+      queued = static_cast<long>(tx);
+    }
+  }
+  std::fclose(f);
+  return queued;
+}
+
+int RequestHuge(int port) {
+  int fd = testing::ConnectLoopback(port, 5);
+  const std::string req = "GET /huge HTTP/1.1\r\nHost: a\r\n\r\n";
+  if (fd >= 0 && ::send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size())) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A client that reads nothing gets what fits in the server's capped send
+// buffer queued in the kernel, not what autotuning would let it grow to
+// (tcp_wmem[2], 4 MiB by default), for each such connection.
+TEST_F(HttpStreamTest, TheKernelQueuesNoMoreThanTheCappedSendBufferForASlowReader) {
+  int fd = RequestHuge(port_);
+  ASSERT_GE(fd, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  const long queued = ServerQueued(port_, LocalPort(fd));
+  ::close(fd);
+  EXPECT_GT(queued, 0);
+  // The kernel doubles SO_SNDBUF for its own bookkeeping and counts that
+  // against the buffer, so the payload it queues stays under twice the cap.
+  EXPECT_LE(queued, 2 * FrontOptions{}.send_buffer_bytes) << "bytes queued for a client that reads nothing";
 }
 
 std::string Gunzip(const std::string& z) {

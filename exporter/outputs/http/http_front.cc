@@ -126,6 +126,9 @@ void HttpFront::Accept() {
     }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    // Setting it turns the kernel's send-buffer autotuning off for this
+    // socket: what a slow reader can make the node hold (FrontOptions).
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &options_.send_buffer_bytes, sizeof options_.send_buffer_bytes);
     auto c = std::make_unique<Conn>();
     c->id = next_id_++;
     c->fd = fd;
