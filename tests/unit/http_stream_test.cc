@@ -225,6 +225,15 @@ int RequestHuge(int port) {
   return fd;
 }
 
+// Reads until the server closes; returns the errno of the end (0: a FIN).
+int DrainToEnd(int fd) {
+  char buf[1 << 16];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) {
+  }
+  return n == 0 ? 0 : errno;
+}
+
 // A client that reads nothing gets what fits in the server's capped send
 // buffer queued in the kernel, not what autotuning would let it grow to
 // (tcp_wmem[2], 4 MiB by default), for each such connection.
@@ -238,6 +247,33 @@ TEST_F(HttpStreamTest, TheKernelQueuesNoMoreThanTheCappedSendBufferForASlowReade
   // The kernel doubles SO_SNDBUF for its own bookkeeping and counts that
   // against the buffer, so the payload it queues stays under twice the cap.
   EXPECT_LE(queued, 2 * FrontOptions{}.send_buffer_bytes) << "bytes queued for a client that reads nothing";
+}
+
+class HttpStreamDeadlineTest : public HttpStreamTest {
+ protected:
+  FrontOptions Options() const override {
+    FrontOptions o;
+    o.write_timeout_seconds = 1;
+    return o;
+  }
+};
+
+// Past the write deadline the server resets the connection: the kernel
+// drops what it still had queued at once, where a plain close() left an
+// orphan holding the send queue (until the client read it or the kernel
+// gave up probing its closed window, minutes later).
+TEST_F(HttpStreamDeadlineTest, AResponsePastItsWriteDeadlineIsResetLeavingNoOrphan) {
+  int fd = RequestHuge(port_);
+  ASSERT_GE(fd, 0);
+  const int me = LocalPort(fd);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_GT(ServerQueued(port_, me), 0) << "the server's socket, writing";
+  // Deadline: 1 s plus 1 s per MB of what was queued (a piece or two of 256 KB).
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_EQ(ServerQueued(port_, me), -1) << "the server's socket still holds its queue (an orphan)";
+  // The client gets what arrived before the reset, then the reset.
+  EXPECT_EQ(DrainToEnd(fd), ECONNRESET);
+  ::close(fd);
 }
 
 std::string Gunzip(const std::string& z) {

@@ -76,7 +76,12 @@ void HttpFront::Stop() {
   if (io_.joinable()) io_.join();
   for (std::thread& w : workers_) w.join();
   workers_.clear();
-  while (!conns_.empty()) Close(conns_.begin()->second.get());
+  // An answer still being written is cut either way: reset it, so that no
+  // orphan holds its queue after the agent is gone.
+  while (!conns_.empty()) {
+    Conn* c = conns_.begin()->second.get();
+    c->state == Conn::kWriting ? Reset(c) : Close(c);
+  }
   if (epoll_ >= 0) ::close(epoll_);
   if (wake_ >= 0) ::close(wake_);
   epoll_ = wake_ = -1;
@@ -218,6 +223,17 @@ void HttpFront::Close(Conn* c) {
   conns_.erase(c->id);
 }
 
+void HttpFront::Reset(Conn* c) {
+  // Linger on, for zero seconds: close() sends RST and the kernel frees the
+  // send queue at once. A plain close() of a connection whose client stopped
+  // reading leaves an orphaned socket holding that queue (up to the send
+  // buffer) until the client reads it or the kernel stops probing its closed
+  // window, which takes minutes.
+  linger lg{1, 0};
+  ::setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  Close(c);
+}
+
 bool HttpFront::ShedOne() {
   // The oldest connection waiting for a request with nothing of it yet (idle
   // keep-alive, or connected and silent); failing that, the oldest one still
@@ -243,6 +259,10 @@ void HttpFront::Sweep() {
     if (c->state != Conn::kServing && now > c->deadline) expired.push_back(c.get());
   }
   for (Conn* c : expired) {
+    if (c->state == Conn::kWriting) {
+      Reset(c);  // the client took too long to read its answer
+      continue;
+    }
     if (c->state == Conn::kReading && !c->in.empty() && c->ssl == nullptr) {
       // A head not finished in time: say so, without waiting for the write.
       std::string bytes = Serialize(nullptr, {408, {{"Content-Type", "text/plain"}}, "request timeout\n"}, false);

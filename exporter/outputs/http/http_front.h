@@ -98,6 +98,7 @@ class HttpFront {
   void WriteMore(Conn* c);
   void Finished(Conn* c);
   void Close(Conn* c);
+  void Reset(Conn* c);  // Close() with RST: nothing left queued in the kernel
   void Watch(Conn* c, bool read, bool write);
   bool ShedOne();
   void Sweep();
