@@ -5,6 +5,7 @@
 #include <google/protobuf/util/time_util.h>
 #include <httplib.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -134,46 +135,60 @@ api::v1::Episode ToProto(const Episode& e) {
   return out;
 }
 
-api::v1::CgroupList BuildCgroupList(const Snapshot& s, const EpisodeTracker& episodes, bool only_pressure) {
+namespace {
+
+// The list without its cgroups: when and which sample, and the node.
+api::v1::CgroupList CgroupListHead(const Snapshot& s) {
   api::v1::CgroupList out;
   *out.mutable_generated() = Ts(s.unix_millis);
   out.set_sample_sequence(s.sequence);
   *out.mutable_node() = ToProto(PreconditionsOf(s));
-  for (const CgroupView& c : s.cgroups) {
-    std::optional<EpisodeTracker::CgroupCounters> counters = episodes.Counters(c.path);
-    bool open = counters && counters->active_episode_id;
-    if (only_pressure && !c.pressure_active && !open) continue;
-    api::v1::CgroupState* st = out.add_cgroups();
-    st->set_cgroup(EscapeLabelValue(CgroupLabel(c.path.str())));
-    st->set_id(c.id);
-    CopyIdentity(c.identity, st->mutable_identity());
-    st->set_v1(c.v1);
-    st->set_pressure_active(c.pressure_active);
-    st->set_pressure_asserted(c.best.pressure_asserted);
-    if (c.best.ratio) st->set_scan_without_reclaim_ratio(*c.best.ratio);
-    st->set_scanned_pages_total(c.best.scanned_total);
-    st->set_reclaimed_pages_total(c.best.reclaimed_total);
-    st->set_pressure_events_total(c.best.pressure_events_total);
-    st->set_pressure_seconds_total(c.best.pressure_seconds_total);
-    st->set_window_clamps_total(c.best.clamps_total);
-    if (c.best.census) {
-      st->set_sockets(c.best.census->sockets);
-      st->set_clamped_sockets(c.best.census->clamped);
-    }
-    if (c.subtree_sockets) st->set_subtree_sockets(*c.subtree_sockets);
-    if (c.best.pressure_asserted) {
-      for (const Remedy& m : FittingRemedies(s, c)) ToProto(m, st->add_remedies());
-    }
-    if (c.best.sock_throttled_total) st->set_sock_throttled_total(*c.best.sock_throttled_total);
-    const CgroupLimits& limits = LimitsOf(c.limits);
-    if (limits.memory_current) st->set_memory_current_bytes(*limits.memory_current);
-    if (std::optional<uint64_t> max = limits.memory_limit()) st->set_memory_max_bytes(*max);
-    if (counters) {
-      if (counters->active_episode_id) st->set_active_episode_id(*counters->active_episode_id);
-      st->set_episodes_total(counters->episodes_total);
-      st->set_episode_seconds_total(counters->duration_seconds_total);
-    }
+  return out;
+}
+
+// Appends c's state to `out`, unless `only_pressure` leaves it out.
+void AddCgroupState(const Snapshot& s, const CgroupView& c, const EpisodeTracker& episodes, bool only_pressure,
+                    api::v1::CgroupList* out) {
+  std::optional<EpisodeTracker::CgroupCounters> counters = episodes.Counters(c.path);
+  bool open = counters && counters->active_episode_id;
+  if (only_pressure && !c.pressure_active && !open) return;
+  api::v1::CgroupState* st = out->add_cgroups();
+  st->set_cgroup(EscapeLabelValue(CgroupLabel(c.path.str())));
+  st->set_id(c.id);
+  CopyIdentity(c.identity, st->mutable_identity());
+  st->set_v1(c.v1);
+  st->set_pressure_active(c.pressure_active);
+  st->set_pressure_asserted(c.best.pressure_asserted);
+  if (c.best.ratio) st->set_scan_without_reclaim_ratio(*c.best.ratio);
+  st->set_scanned_pages_total(c.best.scanned_total);
+  st->set_reclaimed_pages_total(c.best.reclaimed_total);
+  st->set_pressure_events_total(c.best.pressure_events_total);
+  st->set_pressure_seconds_total(c.best.pressure_seconds_total);
+  st->set_window_clamps_total(c.best.clamps_total);
+  if (c.best.census) {
+    st->set_sockets(c.best.census->sockets);
+    st->set_clamped_sockets(c.best.census->clamped);
   }
+  if (c.subtree_sockets) st->set_subtree_sockets(*c.subtree_sockets);
+  if (c.best.pressure_asserted) {
+    for (const Remedy& m : FittingRemedies(s, c)) ToProto(m, st->add_remedies());
+  }
+  if (c.best.sock_throttled_total) st->set_sock_throttled_total(*c.best.sock_throttled_total);
+  const CgroupLimits& limits = LimitsOf(c.limits);
+  if (limits.memory_current) st->set_memory_current_bytes(*limits.memory_current);
+  if (std::optional<uint64_t> max = limits.memory_limit()) st->set_memory_max_bytes(*max);
+  if (counters) {
+    if (counters->active_episode_id) st->set_active_episode_id(*counters->active_episode_id);
+    st->set_episodes_total(counters->episodes_total);
+    st->set_episode_seconds_total(counters->duration_seconds_total);
+  }
+}
+
+}  // namespace
+
+api::v1::CgroupList BuildCgroupList(const Snapshot& s, const EpisodeTracker& episodes, bool only_pressure) {
+  api::v1::CgroupList out = CgroupListHead(s);
+  for (const CgroupView& c : s.cgroups) AddCgroupState(s, c, episodes, only_pressure, &out);
   return out;
 }
 
@@ -197,6 +212,99 @@ std::string ToJson(const google::protobuf::Message& message, bool pretty) {
   std::string out;
   if (!google::protobuf::util::MessageToJsonString(message, &out, options).ok()) return "{}";
   return out;
+}
+
+namespace {
+
+// Cgroups per piece of the streamed list: about 40 KB of JSON, 70 KB pretty,
+// with a pod identity each.
+constexpr int kCgroupsPerPiece = 128;
+
+// The JSON of BuildCgroupList(), kCgroupsPerPiece cgroups at a time.
+//
+// Why a stream, not the list's JSON printed once per sample and shared by
+// its readers: a shared body is whole (several MB at 10,000 cgroups, pretty
+// or not) for as long as its slowest reader holds it, and readers that began
+// on different samples (one a second) hold one each. A stream holds one
+// piece and the snapshot its reader began on, which shares every unchanged
+// cgroup's view with the other samples' snapshots (state/snapshot.h). It
+// renders the list again for each reader, as each answer did before, but
+// only as fast as that reader takes it.
+//
+// The JSON is protobuf's own. The head is the list without cgroups, printed
+// whole and cut inside its empty "cgroups" array; each piece is the inside of
+// the array of a list that holds just the piece's cgroups, printed the same
+// way, so each element has the indentation it has in the whole list. Episode
+// counters are read as each piece is rendered: an answer that takes seconds
+// may show later pieces' counters a sample or two on.
+class CgroupListStream final : public BodyStream {
+ public:
+  CgroupListStream(std::shared_ptr<const Snapshot> snapshot, const EpisodeTracker& episodes, bool only_pressure,
+                   bool pretty)
+      : snapshot_(std::move(snapshot)), episodes_(episodes), only_pressure_(only_pressure), pretty_(pretty) {}
+
+  bool Next(std::string* out) override {
+    if (!started_ && !Begin(out)) return false;
+    api::v1::CgroupList piece;
+    const CgroupTable& cgroups = snapshot_->cgroups;
+    while (next_ < cgroups.size() && piece.cgroups_size() < kCgroupsPerPiece) {
+      AddCgroupState(*snapshot_, cgroups[next_++], episodes_, only_pressure_, &piece);
+    }
+    if (piece.cgroups_size() > 0) AppendElements(ToJson(piece, pretty_), out);
+    if (next_ < cgroups.size()) return true;
+    out->append(space_before_end_);
+    out->append(head_end_);
+    return false;
+  }
+
+ private:
+  // Appends the head up to the array's "[" and keeps the rest for the end.
+  // Returns false when it appended the whole body instead: a protobuf that
+  // prints the empty list otherwise than `"cgroups": []` with only the
+  // sample's time after it (tests/alerting/episodes_test.cc would say so).
+  bool Begin(std::string* out) {
+    started_ = true;
+    std::string head = ToJson(CgroupListHead(*snapshot_), pretty_);
+    const size_t key = head.rfind("\"cgroups\":");
+    const size_t open = key == std::string::npos ? key : head.find('[', key);
+    if (open == std::string::npos || head.compare(open, 2, "[]") != 0) {
+      out->append(ToJson(BuildCgroupList(*snapshot_, episodes_, only_pressure_), pretty_));
+      return false;
+    }
+    out->append(head, 0, open + 1);
+    head_end_ = head.substr(open + 1);
+    return true;
+  }
+
+  // Appends the elements of the "cgroups" array of `json` (a list that holds
+  // nothing else but its zero sample sequence), after a comma when elements
+  // came before.
+  void AppendElements(const std::string& json, std::string* out) {
+    const size_t open = json.find('[', json.find("\"cgroups\":")) + 1;
+    const absl::string_view inside = absl::string_view(json).substr(open, json.rfind(']') - open);
+    const absl::string_view elements = absl::StripTrailingAsciiWhitespace(inside);
+    if (any_) out->push_back(',');
+    any_ = true;
+    out->append(elements.data(), elements.size());
+    space_before_end_ = std::string(inside.substr(elements.size()));
+  }
+
+  std::shared_ptr<const Snapshot> snapshot_;
+  const EpisodeTracker& episodes_;
+  const bool only_pressure_;
+  const bool pretty_;
+  bool started_ = false;
+  bool any_ = false;  // an element was appended
+  size_t next_ = 0;   // the next cgroup to render
+  std::string head_end_;          // the head from the array's "]" on
+  std::string space_before_end_;  // what protobuf puts between the last element and "]"
+};
+
+}  // namespace
+
+std::unique_ptr<BodyStream> NewCgroupListStream(std::shared_ptr<const Snapshot> snapshot,
+                                                const EpisodeTracker& episodes, bool only_pressure, bool pretty) {
+  return std::make_unique<CgroupListStream>(std::move(snapshot), episodes, only_pressure, pretty);
 }
 
 namespace {
@@ -335,11 +443,17 @@ void AddAlertingRoutes(HttpServer& server, const Sampler& sampler, const Episode
     res.status = 503;
     res.set_content(absl::StrCat(kNoSampleYet, "\n"), "text/plain");
   };
-  server.Get("/api/v1/cgroups", [&sampler, &episodes, no_sample](const httplib::Request& req, httplib::Response& res) {
+  // Every cgroup of the node (MBs of JSON at thousands): streamed
+  // (NewCgroupListStream).
+  server.GetStreamed("/api/v1/cgroups", [&sampler, &episodes](const httplib::Request& req, HttpResponse* out) {
     std::shared_ptr<const Snapshot> s = sampler.Latest();
-    if (!s) return no_sample(res);
+    if (!s) {
+      *out = {503, {{"Content-Type", "text/plain"}}, absl::StrCat(kNoSampleYet, "\n")};
+      return;
+    }
     bool only = req.has_param("pressure") && req.get_param_value("pressure") != "0";
-    res.set_content(ToJson(BuildCgroupList(*s, episodes, only), req.has_param("pretty")), "application/json");
+    *out = {200, {{"Content-Type", "application/json"}}, ""};
+    out->stream = NewCgroupListStream(std::move(s), episodes, only, req.has_param("pretty"));
   });
   server.Get("/api/v1/episodes", [&sampler, &episodes, no_sample](const httplib::Request& req, httplib::Response& res) {
     std::shared_ptr<const Snapshot> s = sampler.Latest();

@@ -12,6 +12,7 @@
 
 #include "exporter/alerting/alerting.pb.h"
 #include "exporter/alerting/episodes.h"
+#include "exporter/outputs/http/body_stream.h"
 #include "exporter/state/snapshot.h"
 
 namespace sockpressure {
@@ -27,6 +28,12 @@ api::v1::EpisodeList BuildEpisodeList(const EpisodeTracker& episodes, size_t lim
 
 // Canonical proto3 JSON; `pretty` adds whitespace.
 std::string ToJson(const google::protobuf::Message& message, bool pretty);
+
+// ToJson(BuildCgroupList(*snapshot, episodes, only_pressure), pretty), a few
+// hundred cgroups at a time (a reader holds one piece, never the list).
+// Holds `snapshot`; `episodes` must outlive the stream.
+std::unique_ptr<BodyStream> NewCgroupListStream(std::shared_ptr<const Snapshot> snapshot,
+                                                const EpisodeTracker& episodes, bool only_pressure, bool pretty);
 
 struct PageContext {
   std::string version;

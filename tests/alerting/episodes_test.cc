@@ -1,11 +1,16 @@
 // Episode tracking, the JSON API rendering and the doctor report on
 // synthetic snapshots (no files, no threads).
 #include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
 
+#include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "exporter/outputs/alerts_api.h"
 #include "exporter/commands/doctor.h"
 #include "exporter/alerting/episodes.h"
@@ -238,6 +243,68 @@ TEST(Api, JsonUsesProtoMappingAndRoundTrips) {
   EXPECT_FALSE(cgl.cgroups(1).pressure_asserted());
   EXPECT_TRUE(cgl.cgroups(1).pressure_active());
   EXPECT_EQ(BuildCgroupList(s, t, false).cgroups_size(), 4);
+}
+
+// `json`'s lines, sorted, without a trailing comma: what two pretty
+// printings of one message share whatever order their maps came out in.
+std::vector<std::string> SortedLines(const std::string& json) {
+  std::vector<std::string> lines = absl::StrSplit(json, '\n');
+  for (std::string& l : lines) {
+    if (absl::EndsWith(l, ",")) l.pop_back();
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+TEST(Api, CgroupListStreamsTheWholeListsJsonInBoundedPieces) {
+  EpisodeTracker t({30, 16, 5});
+  Node n;
+  t.Observe(n.Step({}));
+  Snapshot with_pressure = n.Step({"/a"});
+  t.Observe(with_pressure);
+  for (int i = 0; i < 3000; ++i) {
+    CgroupView v;
+    v.path = absl::StrCat("/kubepods/pod", i);
+    v.id = 100 + static_cast<uint64_t>(i);
+    v.parent = 0;
+    v.identity = {{"namespace", "default"}, {"pod", absl::StrCat("web-", i)}, {"container", "app"}};
+    with_pressure.cgroups.push_back(v);
+  }
+  auto big = std::make_shared<const Snapshot>(std::move(with_pressure));
+  auto quiet = std::make_shared<const Snapshot>(Node().Step({}));  // ?pressure=1 lists nothing
+  struct Case {
+    std::shared_ptr<const Snapshot> snapshot;
+    bool only_pressure;
+    size_t min_pieces;
+  };
+  for (const Case& c : {Case{big, false, 20}, Case{big, true, 1}, Case{quiet, true, 1}}) {
+    for (bool pretty : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(c.snapshot->cgroups.size(), " cgroups, pressure only ", c.only_pressure,
+                                ", pretty ", pretty));
+      const std::string whole = ToJson(BuildCgroupList(*c.snapshot, t, c.only_pressure), pretty);
+      std::unique_ptr<BodyStream> stream = NewCgroupListStream(c.snapshot, t, c.only_pressure, pretty);
+      std::string streamed;
+      size_t pieces = 0, largest = 0;
+      for (bool more = true; more; ++pieces) {
+        std::string piece;
+        more = stream->Next(&piece);
+        largest = std::max(largest, piece.size());
+        streamed += piece;
+      }
+      EXPECT_GE(pieces, c.min_pieces);
+      EXPECT_LT(largest, 128u << 10) << "of " << whole.size() << " bytes in all";
+      api::v1::CgroupList a, b;
+      ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(whole, &a).ok());
+      ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(streamed, &b).ok()) << streamed.substr(0, 500);
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(a, b));
+      // Byte for byte but for the order of map entries, which protobuf
+      // prints in no fixed order.
+      EXPECT_EQ(streamed.size(), whole.size());
+      if (pretty) {
+        EXPECT_EQ(SortedLines(streamed), SortedLines(whole));
+      }
+    }
+  }
 }
 
 TEST(Api, PageShowsRowsAndEscapes) {

@@ -9,6 +9,10 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <functional>
+#include <memory>
+#include <string>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -24,7 +28,8 @@ namespace {
 
 class HttpServerTest : public ::testing::Test {
  protected:
-  void StartServer(WebConfig web = {}, double timeout_seconds = 10) {
+  void StartServer(WebConfig web = {}, double timeout_seconds = 10,
+                   std::function<void(HttpServer&)> add_routes = nullptr) {
     Paths paths;
     paths.cgroupfs = testing::Fixture("v2") + "/cgroup";
     std::vector<std::unique_ptr<Source>> sources;
@@ -37,6 +42,7 @@ class HttpServerTest : public ::testing::Test {
     opt.web = std::move(web);
     opt.timeout_seconds = timeout_seconds;
     server_ = std::make_unique<HttpServer>(opt, endpoint_.get(), [] { return true; });
+    if (add_routes) add_routes(*server_);
     ASSERT_TRUE(server_->Start().ok());
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
     client_->set_decompress(false);
@@ -97,6 +103,45 @@ TEST_F(HttpServerTest, ServesTextProtobufHealthAndLanding) {
   EXPECT_TRUE(absl::StrContains(again->body, "sockpressure_http_requests_total{code=\"404\",handler=\"other\"}") ||
               absl::StrContains(again->body, "sockpressure_http_requests_total{handler=\"other\",code=\"404\"}"))
       << "request counter appears once a new snapshot is rendered";
+}
+
+// A body of `count` pieces of `size` bytes of 'x'.
+class Repeat final : public BodyStream {
+ public:
+  Repeat(int count, size_t size) : left_(count), size_(size) {}
+  bool Next(std::string* out) override {
+    out->append(size_, 'x');
+    return --left_ > 0;
+  }
+
+ private:
+  int left_;
+  size_t size_;
+};
+
+TEST_F(HttpServerTest, AStreamedRouteAnswersInChunksBehindBasicAuth) {
+  struct crypt_data data {};
+  char salt[64];
+  ASSERT_NE(crypt_gensalt_rn("$2b$", 4, nullptr, 0, salt, sizeof salt), nullptr);
+  WebConfig web;
+  web.basic_auth_users["prometheus"] = crypt_r("pw", salt, &data);
+  StartServer(web, 10, [](HttpServer& server) {
+    server.GetStreamed("/list", [](const httplib::Request& req, HttpResponse* out) {
+      *out = {200, {{"Content-Type", "text/plain"}}, ""};
+      out->stream = std::make_unique<Repeat>(req.has_param("one") ? 1 : 5, 1000);
+    });
+  });
+  EXPECT_EQ(client_->Get("/list")->status, 401);
+  client_->set_basic_auth("prometheus", "pw");
+  auto many = client_->Get("/list");
+  ASSERT_TRUE(many);
+  EXPECT_EQ(many->status, 200);
+  EXPECT_EQ(many->get_header_value("Transfer-Encoding"), "chunked");
+  EXPECT_EQ(many->body, std::string(5000, 'x'));
+  auto one = client_->Get("/list?one=1");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->get_header_value("Content-Length"), "1000");
+  EXPECT_EQ(one->body, std::string(1000, 'x'));
 }
 
 TEST_F(HttpServerTest, BasicAuthGuardsEverything) {

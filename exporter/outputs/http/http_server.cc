@@ -77,6 +77,12 @@ void HttpServer::Get(const std::string& path, Handler handler, std::string link_
   routes_[path] = std::move(handler);
 }
 
+void HttpServer::GetStreamed(const std::string& path, StreamHandler handler, std::string link_text) {
+  // Answered by Serve() through streamed_; the entry makes it a known route.
+  Get(path, [](const httplib::Request&, httplib::Response&) {}, std::move(link_text));
+  streamed_[path] = std::move(handler);
+}
+
 void HttpServer::Probe(const std::string& path, Check check, std::string link_text) {
   if (!link_text.empty()) links_.push_back({path, std::move(link_text)});
   probes_[path] = std::move(check);
@@ -126,6 +132,9 @@ void HttpServer::ServeRoutes(const RequestHead& head, HttpResponse* out) {
   auto route = routes_.find(head.path);
   bool admitted = Admit(req, res);
   if (admitted && head.path == options_.telemetry_path) return ServeTelemetry(head, out);
+  if (auto streamed = streamed_.find(head.path); admitted && streamed != streamed_.end()) {
+    return streamed->second(req, out);
+  }
   if (admitted && route != routes_.end()) route->second(req, res);
   out->status = res.status < 0 ? 200 : res.status;
   out->headers.assign(res.headers.begin(), res.headers.end());

@@ -59,6 +59,11 @@ class HttpServer {
 
   // Adds a GET route (call before Start). Links appear on the landing page.
   void Get(const std::string& path, Handler handler, std::string link_text = "");
+  // The same for a route that may answer with a body produced a piece at a
+  // time (HttpResponse::stream), so that a large answer is never whole in
+  // memory, whatever its readers do. Basic auth applies as for Get().
+  using StreamHandler = std::function<void(const httplib::Request&, HttpResponse*)>;
+  void GetStreamed(const std::string& path, StreamHandler handler, std::string link_text = "");
   // Adds a probe answered as /healthz is (call before Start): on the I/O
   // thread, without basic auth; 200 "ok" while `check` is OK, else 503 with
   // its message.
@@ -83,6 +88,7 @@ class HttpServer {
   HttpOptions options_;
   TelemetryEndpoint* telemetry_;
   std::map<std::string, Handler> routes_;  // exact paths; fixed before Start()
+  std::map<std::string, StreamHandler> streamed_;  // those of routes_ that GetStreamed() answers
   std::map<std::string, Check> probes_;    // /healthz and the like; fixed before Start()
   BasicAuthChecker auth_;
   std::vector<LandingLink> links_;
