@@ -10,8 +10,8 @@ the agent's accepted sockets (ss -tmn); once a second a normal /metrics scrape a
 It prints the agent's RSS before, its peak, its RSS 5 s after the readers are closed, how the readers' connections
 ended (reset / closed by FIN / still open), and those latencies. Each case runs on a fresh agent.
 
-usage: bench/slow_readers.py AGENT [--cgroups 10000] [--readers 150] [--rate 4] [--seconds 20]
-       [--case /metrics] [--case '/api/v1/cgroups?pretty=1'] [--tree DIR] [-- AGENT_ARGS...]
+usage: bench/slow_readers.py AGENT [--cgroups 10000] [--readers 150] [--rate 4] [--seconds 20] [--pace 0.01]
+       [--case /metrics] [--case '/api/v1/cgroups?pretty=1'] [--tree DIR] [--agent-arg=FLAG ...]
 """
 import argparse
 import http.client
@@ -94,8 +94,6 @@ def run_case(a, tree, paths):
                 log.seek(0)
                 sys.exit("agent did not start: " + log.read().decode(errors="replace")[-2000:])
             time.sleep(0.2)
-        timed_get(port, "/metrics")
-        timed_get(port, "/api/v1/cgroups?pretty=1")
         time.sleep(3)
         rss0 = status_kb(agent.pid, "VmRSS")
         hwm0 = status_kb(agent.pid, "VmHWM")
@@ -124,7 +122,7 @@ def run_case(a, tree, paths):
             t.start()
         t0 = time.monotonic()
         for p in paths:
-            readers.append(SlowReaders(port, a.readers, p, a.rate))
+            readers.append(SlowReaders(port, a.readers, p, a.rate, pace=a.pace))
         while time.monotonic() - t0 < a.seconds:
             time.sleep(0.5)
             peak["tb"] = max([peak["tb"], *server_sndbufs(port)])
@@ -134,6 +132,7 @@ def run_case(a, tree, paths):
         for r in readers:
             r.drain()
         ended = [r.ended() for r in readers]
+        statuses = [r.statuses() for r in readers]
         for r in readers:
             r.close()
         readers = []
@@ -151,8 +150,9 @@ def run_case(a, tree, paths):
               f"({100.0 * peak['tcp'] / pressure:.1f} % of tcp_mem pressure {pressure / 2**20:.0f} MiB); "
               f"orphans {orphan0} before, peak {peak['orphan']}")
         print(f"  largest send buffer (skmem tb) of an accepted socket: {peak['tb'] / 1024:.0f} KiB")
-        for p, e in zip(paths, ended):
-            print(f"  {p} readers ended: " + ", ".join(f"{k} {v}" for k, v in sorted(e.items())))
+        for p, e, st in zip(paths, ended, statuses):
+            print(f"  {p} readers: answers " + ", ".join(f"{k} x{v}" for k, v in sorted(st.items())) +
+                  "; ended " + ", ".join(f"{k} {v}" for k, v in sorted(e.items())))
         for path, v in lat.items():
             ok = sum(c == 200 for c in codes[path])
             worst = max(v) * 1000 if v else float("nan")
@@ -175,9 +175,11 @@ def main():
     ap.add_argument("--readers", type=int, default=150)
     ap.add_argument("--rate", type=int, default=4, help="bytes each reader reads a second (0: never reads)")
     ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--pace", type=float, default=0.01, help="seconds between two readers' connections")
     ap.add_argument("--case", action="append", help="a path, or paths joined by '+' held at once")
     ap.add_argument("--tree", help="an existing tree of --cgroups cgroups (default: generated, then removed)")
-    ap.add_argument("agent_args", nargs="*")
+    ap.add_argument("--agent-arg", dest="agent_args", action="append", default=[],
+                    help="a further agent flag (repeat for more), e.g. --agent-arg=--web.max-requests=400")
     a = ap.parse_args()
     cases = a.case or ["/metrics", "/api/v1/cgroups?pretty=1"]
     base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None

@@ -2,6 +2,7 @@
 import collections
 import socket
 import threading
+import time
 
 
 class HeldConnections:
@@ -36,23 +37,28 @@ class HeldConnections:
 
 
 class SlowReaders:
-    """`count` connections that each send one GET of `path` (HTTP/1.1, keep-alive) and then read `rate` bytes a
-    second each (0: never read), as a reader on a slow or hostile link would. A thread does the reading until
-    close(). ended() says how each connection ended so far: "reset" (the server sent RST), "closed" (FIN),
-    "open"; drain() reads what is left so that a reset behind unread data is seen too."""
+    """`count` connections, opened `pace` seconds apart, that each send one GET of `path` (HTTP/1.1, keep-alive)
+    and then read `rate` bytes a second each (0: never read), as a reader on a slow or hostile link would. A
+    thread does the reading until close(). ended() says how each connection ended so far: "reset" (the server
+    sent RST), "closed" (FIN), "open"; drain() reads what is left so that a reset behind unread data is seen too;
+    statuses() counts the status codes of the answers begun (from what was read of them)."""
 
-    def __init__(self, port, count, path, rate, headers=""):
+    def __init__(self, port, count, path, rate, headers="", pace=0.0):
         self.rate = rate
         self.received = 0
         self._state = {}
+        self._first = {}
         self.sockets = []
         request = f"GET {path} HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode()
-        for _ in range(count):
+        for i in range(count):
+            if i and pace:
+                time.sleep(pace)
             s = socket.create_connection(("127.0.0.1", port), timeout=5)
             s.sendall(request)
             s.setblocking(False)
             self.sockets.append(s)
             self._state[s] = "open"
+            self._first[s] = b""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._read, daemon=True)
@@ -74,6 +80,8 @@ class SlowReaders:
             return 0
         if not data:
             self._state[s] = "closed"
+        if len(self._first[s]) < 12:
+            self._first[s] += data[:12]
         return len(data)
 
     def _read(self):
@@ -89,6 +97,11 @@ class SlowReaders:
             for s in self.sockets:
                 while self._take(s, 1 << 20) > 0:
                     pass
+
+    def statuses(self):
+        with self._lock:
+            return collections.Counter(f[9:12].decode(errors="replace") if len(f) >= 12 else "none"
+                                       for f in self._first.values())
 
     def ended(self):
         with self._lock:
