@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -276,6 +277,48 @@ TEST_F(HttpStreamDeadlineTest, AResponsePastItsWriteDeadlineIsResetLeavingNoOrph
   ::close(fd);
 }
 
+class HttpStreamBudgetTest : public HttpStreamTest {
+ protected:
+  // Room for five readers of /huge stalled on a 256 KB piece each (plus
+  // what the kernel may queue for each, 512 KiB), not six.
+  FrontOptions Options() const override {
+    FrontOptions o;
+    o.max_held_bytes = 4 << 20;
+    return o;
+  }
+};
+
+// Readers that take nothing, one after the other: past the budget, those
+// stalled longest are reset, the newest keep their answers, and a client
+// that reads gets the whole of its own meanwhile.
+TEST_F(HttpStreamBudgetTest, PastTheBudgetTheReadersStalledLongestAreReset) {
+  std::vector<int> slow, ports;
+  for (int i = 0; i < 10; ++i) {
+    slow.push_back(RequestHuge(port_));
+    ASSERT_GE(slow.back(), 0);
+    ports.push_back(LocalPort(slow.back()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int open = 0;
+  for (int p : ports) open += ServerQueued(port_, p) >= 0;
+  EXPECT_GE(open, 3);
+  EXPECT_LE(open, 5) << "of 10 stalled readers, with room for 5";
+  EXPECT_EQ(ServerQueued(port_, ports.front()), -1) << "the first to stall is reset first";
+  EXPECT_GE(ServerQueued(port_, ports.back()), 0) << "the newest keeps its answer";
+
+  int fast = RequestHuge(port_);
+  ASSERT_GE(fast, 0);
+  size_t got = 0;
+  char buf[1 << 16];
+  for (ssize_t n; got < (200u << 18) && (n = ::recv(fast, buf, sizeof buf, 0)) > 0;) got += static_cast<size_t>(n);
+  ::close(fast);
+  EXPECT_GT(got, 200u << 18) << "a reader that reads gets its 50 MB";
+  EXPECT_GE(ServerQueued(port_, ports.back()), 0);
+  EXPECT_EQ(DrainToEnd(slow.front()), ECONNRESET);
+  for (int fd : slow) ::close(fd);
+}
+
 std::string Gunzip(const std::string& z) {
   z_stream zs{};
   EXPECT_EQ(inflateInit2(&zs, 15 + 16), Z_OK);
@@ -306,6 +349,7 @@ TEST(GzipStreamTest, CompressesAsTheBodyComesAndDecompressesToIt) {
     all += piece;
   }
   EXPECT_GT(calls, 1) << "compressed a piece at a time, not the whole body at the end";
+  EXPECT_GT(gz->Footprint(), 200u << 10) << "deflate's state, which a reader who stops reading pins";
   EXPECT_LT(all.size(), 4000000u / 20);
   EXPECT_EQ(Gunzip(all), Pieces::Expected(40, 100000));
 }

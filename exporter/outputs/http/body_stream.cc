@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace sockpressure {
@@ -11,6 +12,13 @@ namespace {
 class GzipStream final : public BodyStream {
  public:
   explicit GzipStream(std::unique_ptr<BodyStream> inner) : inner_(std::move(inner)) {
+    // deflate allocates its state once, here: counted for Footprint().
+    zs_.opaque = this;
+    zs_.zalloc = [](voidpf self, uInt items, uInt size) -> voidpf {
+      static_cast<GzipStream*>(self)->state_bytes_ += static_cast<size_t>(items) * size;
+      return std::malloc(static_cast<size_t>(items) * size);
+    };
+    zs_.zfree = [](voidpf, voidpf p) { std::free(p); };
     // windowBits 15 + 16 selects the gzip wrapper.
     if (deflateInit2(&zs_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
       throw std::runtime_error("deflateInit2 failed");
@@ -29,6 +37,8 @@ class GzipStream final : public BodyStream {
     }
     return more_;
   }
+
+  size_t Footprint() const override { return state_bytes_ + inner_->Footprint(); }
 
  private:
   void Deflate(const std::string& in, int flush, std::string* out) {
@@ -50,6 +60,7 @@ class GzipStream final : public BodyStream {
 
   std::unique_ptr<BodyStream> inner_;
   z_stream zs_{};
+  size_t state_bytes_ = 0;  // what deflate allocated
   bool more_ = true;
 };
 

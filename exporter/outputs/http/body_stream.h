@@ -4,6 +4,7 @@
 // next, as HTTP/1.1 chunked transfer coding.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,10 @@ class BodyStream {
   // is complete (this call may still have appended its last piece). A piece
   // may be empty while more follows.
   virtual bool Next(std::string* out) = 0;
+  // Bytes the stream holds of its own between two pieces (a compressor's
+  // state), not counting what it shares (the snapshot it renders): what it
+  // pins for as long as its reader takes (the front's budget, http_front.h).
+  virtual size_t Footprint() const { return 0; }
 };
 
 // gzip (RFC 1952) of `inner`, compressed as it is produced: the state is

@@ -217,6 +217,7 @@ void HttpFront::ReadMore(Conn* c) {
 }
 
 void HttpFront::Close(Conn* c) {
+  held_ -= c->held;
   if (c->ssl != nullptr) SSL_free(c->ssl);
   ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c->fd, nullptr);
   ::close(c->fd);
@@ -232,6 +233,35 @@ void HttpFront::Reset(Conn* c) {
   linger lg{1, 0};
   ::setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
   Close(c);
+}
+
+void HttpFront::Hold(Conn* c) {
+  size_t n = 0;
+  if (c->answering) {
+    n = 2 * static_cast<size_t>(options_.send_buffer_bytes);  // the most the kernel queues for it
+    for (const std::string& s : c->out) n += s.capacity();
+    if (c->stream) n += c->stream->Footprint();
+  }
+  held_ = held_ - c->held + n;
+  c->held = n;
+}
+
+void HttpFront::Relieve() {
+  // Whom to reset: the client that has taken nothing for the longest. One
+  // that reads waits for the kernel to send what it queued, milliseconds
+  // at a time; a slow reader stalls for seconds from its first full buffer,
+  // and the one that stalled first has held the most for the longest. While
+  // every answer over the budget is still moving, nothing is reset: they
+  // hold their bytes only until they are read.
+  while (held_ > options_.max_held_bytes) {
+    Conn* victim = nullptr;
+    for (auto& [id, c] : conns_) {
+      if (c->state != Conn::kWriting || c->stalled_since == 0) continue;
+      if (victim == nullptr || c->stalled_since < victim->stalled_since) victim = c.get();
+    }
+    if (victim == nullptr) return;
+    Reset(victim);
+  }
 }
 
 bool HttpFront::ShedOne() {
@@ -253,6 +283,7 @@ bool HttpFront::ShedOne() {
 }
 
 void HttpFront::Sweep() {
+  Relieve();  // over the budget with nobody stalled at the last piece: maybe someone is now
   const double now = HttpFrontNow();
   std::vector<Conn*> expired;
   for (auto& [id, c] : conns_) {

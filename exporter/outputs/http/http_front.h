@@ -50,6 +50,14 @@ struct FrontOptions {
   // scrape needs (the kernel doubles the number for its bookkeeping: ss shows
   // tb524288).
   int send_buffer_bytes = 256 << 10;
+  // What answers not yet taken by their clients may hold, all connections
+  // together: the unsent pieces, their streams' own state (gzip: 270 KB) and,
+  // for each, what the kernel may queue (twice send_buffer_bytes). Over it,
+  // the connection whose client has taken nothing for the longest is reset,
+  // then the next, until the rest fit: so that no number of slow readers
+  // can take the agent's memory past its limit, or the node's TCP memory
+  // towards tcp_mem pressure, while clients that read are not held up.
+  size_t max_held_bytes = 64 << 20;
 };
 
 // Thread-safety: Start() and Stop() from one thread; handlers run on the I/O
@@ -96,9 +104,12 @@ class HttpFront {
   void Load(Conn* c, std::vector<std::string> bytes, std::unique_ptr<BodyStream> stream);
   void Push(Job job);
   void WriteMore(Conn* c);
+  void Stalled(Conn* c);  // the client took nothing this time: its stall starts now, unless it has
   void Finished(Conn* c);
   void Close(Conn* c);
   void Reset(Conn* c);  // Close() with RST: nothing left queued in the kernel
+  void Hold(Conn* c);   // counts what c's answer holds now against the budget
+  void Relieve();       // resets the longest-stalled readers while over the budget
   void Watch(Conn* c, bool read, bool write);
   bool ShedOne();
   void Sweep();
@@ -121,6 +132,7 @@ class HttpFront {
   std::map<uint64_t, std::unique_ptr<Conn>> conns_;
   uint64_t next_id_ = 1;
   int in_flight_ = 0;  // requests handed to workers, not yet written back
+  size_t held_ = 0;    // Conn::held over every connection
   // Shared between the I/O thread and workers.
   std::mutex mu_;
   std::condition_variable cv_;

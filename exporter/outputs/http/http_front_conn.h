@@ -7,6 +7,7 @@
 
 #include <openssl/ssl.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <ctime>
 #include <memory>
@@ -43,6 +44,12 @@ struct HttpFront::Conn {
   bool keep_alive = true;
   bool eof = false;  // the client shut down its sending side
   uint32_t watched = 0;
+  // The budget (FrontOptions::max_held_bytes): what this connection's answer
+  // holds, as last counted by Hold(), and since when its client has taken
+  // nothing of it (0: it is taking bytes, or nothing is waiting).
+  bool answering = false;  // from the answer's first bytes until its last is sent
+  size_t held = 0;
+  double stalled_since = 0;
 };
 
 }  // namespace sockpressure

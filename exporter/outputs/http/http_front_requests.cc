@@ -86,6 +86,7 @@ void HttpFront::Queue(Conn* c, std::vector<std::string> bytes, std::unique_ptr<B
                       bool chunked) {
   c->keep_alive = keep_alive && !c->eof;
   c->chunked = chunked;
+  c->answering = true;
   // Whole-response deadline, stretched for large bodies at 1 MB/s (a 40 MB
   // exposition to a remote scraper) but still bounded against slow readers;
   // each further piece of a stream stretches it by its own size (TakeDone).
@@ -98,6 +99,7 @@ void HttpFront::Load(Conn* c, std::vector<std::string> bytes, std::unique_ptr<Bo
   c->seg = c->out_off = 0;
   c->stream = std::move(stream);
   c->state = Conn::kWriting;
+  Hold(c);
   WriteMore(c);
 }
 
@@ -116,11 +118,12 @@ void HttpFront::WriteMore(Conn* c) {
       int n = SSL_write(c->ssl, p, static_cast<int>(std::min<size_t>(left, 1 << 20)));
       if (n <= 0) {
         int err = SSL_get_error(c->ssl, n);
-        if (err == SSL_ERROR_WANT_WRITE) return Watch(c, false, true);
-        if (err == SSL_ERROR_WANT_READ) return Watch(c, true, false);
-        return Close(c);
+        if (err != SSL_ERROR_WANT_WRITE && err != SSL_ERROR_WANT_READ) return Close(c);
+        Stalled(c);
+        return Watch(c, err == SSL_ERROR_WANT_READ, err == SSL_ERROR_WANT_WRITE);
       }
       c->out_off += static_cast<size_t>(n);
+      c->stalled_since = 0;
     } else {
       // MSG_MORE while more follows (the next segment, or the next piece):
       // a chunk-size line goes out in one segment with its piece, and no
@@ -128,11 +131,15 @@ void HttpFront::WriteMore(Conn* c) {
       const bool more = c->seg + 1 < c->out.size() || c->stream;
       ssize_t n = ::send(c->fd, p, left, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
       if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return Watch(c, false, true);
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          Stalled(c);
+          return Watch(c, false, true);
+        }
         if (errno == EINTR) continue;
         return Close(c);
       }
       c->out_off += static_cast<size_t>(n);
+      c->stalled_since = 0;
     }
   }
   c->out.clear();
@@ -142,9 +149,17 @@ void HttpFront::WriteMore(Conn* c) {
   c->state = Conn::kServing;
   Watch(c, false, false);
   Push({c->id, RequestHead{}, std::move(c->stream), c->chunked});
+  Hold(c);  // what the kernel may still queue for it, until the answer ends
+}
+
+void HttpFront::Stalled(Conn* c) {
+  if (c->stalled_since == 0) c->stalled_since = HttpFrontNow();
 }
 
 void HttpFront::Finished(Conn* c) {
+  c->answering = false;
+  c->stalled_since = 0;
+  Hold(c);
   if (!c->keep_alive) {
     if (c->ssl != nullptr) SSL_shutdown(c->ssl);  // best effort: sends close_notify
     ::shutdown(c->fd, SHUT_WR);
@@ -180,6 +195,7 @@ void HttpFront::TakeDone() {
       Queue(c, std::move(d.bytes), std::move(d.stream), d.keep_alive, d.chunked);
     }
   }
+  Relieve();
 }
 
 namespace {
