@@ -270,7 +270,7 @@ absl::Status StartServing(HttpOptions http, Agent& agent) {
   PageContext page;
   page.version = kVersion;
   if (agent.pusher) page.alerting_status = [p = agent.pusher.get()] { return p->Status(); };
-  AddAlertingRoutes(*agent.server, sampler, *agent.episodes, page);
+  AddAlertingRoutes(*agent.server, *agent.sampler, *agent.episodes, page);
   return agent.server->Start();
 }
 

@@ -5,6 +5,8 @@
 #include <google/protobuf/util/time_util.h>
 #include <httplib.h>
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -218,7 +220,26 @@ namespace {
 
 // Cgroups per piece of the streamed list: about 40 KB of JSON, 70 KB pretty,
 // with a pod identity each.
-constexpr int kCgroupsPerPiece = 128;
+constexpr size_t kCgroupsPerPiece = 128;
+
+// Renders the cgroups [begin, end) of `s` that the list shows, as the
+// elements of the list's "cgroups" array. Each is printed inside a list
+// that holds nothing else (but its zero sample sequence), so that it has
+// the indentation it has in the whole list.
+CgroupListPieces::Piece RenderPiece(const Snapshot& s, size_t begin, size_t end, const EpisodeTracker& episodes,
+                                    bool only_pressure, bool pretty) {
+  api::v1::CgroupList list;
+  for (size_t i = begin; i < end; ++i) AddCgroupState(s, s.cgroups[i], episodes, only_pressure, &list);
+  CgroupListPieces::Piece piece;
+  if (list.cgroups_size() == 0) return piece;
+  const std::string json = ToJson(list, pretty);
+  const size_t open = json.find('[', json.find("\"cgroups\":")) + 1;
+  const absl::string_view inside = absl::string_view(json).substr(open, json.rfind(']') - open);
+  const absl::string_view elements = absl::StripTrailingAsciiWhitespace(inside);
+  piece.elements = std::string(elements);
+  piece.space_before_end = std::string(inside.substr(elements.size()));
+  return piece;
+}
 
 // The JSON of BuildCgroupList(), kCgroupsPerPiece cgroups at a time.
 //
@@ -227,31 +248,36 @@ constexpr int kCgroupsPerPiece = 128;
 // or not) for as long as its slowest reader holds it, and readers that began
 // on different samples (one a second) hold one each. A stream holds one
 // piece and the snapshot its reader began on, which shares every unchanged
-// cgroup's view with the other samples' snapshots (state/snapshot.h). It
-// renders the list again for each reader, as each answer did before, but
-// only as fast as that reader takes it.
+// cgroup's view with the other samples' snapshots (state/snapshot.h).
 //
 // The JSON is protobuf's own. The head is the list without cgroups, printed
-// whole and cut inside its empty "cgroups" array; each piece is the inside of
-// the array of a list that holds just the piece's cgroups, printed the same
-// way, so each element has the indentation it has in the whole list. Episode
-// counters are read as each piece is rendered: an answer that takes seconds
-// may show later pieces' counters a sample or two on.
+// whole and cut inside its empty "cgroups" array; the pieces (RenderPiece)
+// go between, comma-separated.
 class CgroupListStream final : public BodyStream {
  public:
   CgroupListStream(std::shared_ptr<const Snapshot> snapshot, const EpisodeTracker& episodes, bool only_pressure,
-                   bool pretty)
-      : snapshot_(std::move(snapshot)), episodes_(episodes), only_pressure_(only_pressure), pretty_(pretty) {}
+                   bool pretty, CgroupListPieces* shared)
+      : snapshot_(std::move(snapshot)),
+        episodes_(episodes),
+        only_pressure_(only_pressure),
+        pretty_(pretty),
+        shared_(shared) {}
 
   bool Next(std::string* out) override {
     if (!started_ && !Begin(out)) return false;
-    api::v1::CgroupList piece;
-    const CgroupTable& cgroups = snapshot_->cgroups;
-    while (next_ < cgroups.size() && piece.cgroups_size() < kCgroupsPerPiece) {
-      AddCgroupState(*snapshot_, cgroups[next_++], episodes_, only_pressure_, &piece);
+    // Pieces until one shows a cgroup (?pressure=1 leaves most out) or the list ends.
+    const size_t n = snapshot_->cgroups.size();
+    bool appended = false;
+    while (next_ < n && !appended) {
+      std::shared_ptr<const CgroupListPieces::Piece> piece = Take(next_);
+      next_ = std::min(n, next_ + kCgroupsPerPiece);
+      if (piece->elements.empty()) continue;
+      if (any_) out->push_back(',');
+      any_ = appended = true;
+      out->append(piece->elements);
+      space_before_end_ = piece->space_before_end;
     }
-    if (piece.cgroups_size() > 0) AppendElements(ToJson(piece, pretty_), out);
-    if (next_ < cgroups.size()) return true;
+    if (next_ < n) return true;
     out->append(space_before_end_);
     out->append(head_end_);
     return false;
@@ -276,35 +302,67 @@ class CgroupListStream final : public BodyStream {
     return true;
   }
 
-  // Appends the elements of the "cgroups" array of `json` (a list that holds
-  // nothing else but its zero sample sequence), after a comma when elements
-  // came before.
-  void AppendElements(const std::string& json, std::string* out) {
-    const size_t open = json.find('[', json.find("\"cgroups\":")) + 1;
-    const absl::string_view inside = absl::string_view(json).substr(open, json.rfind(']') - open);
-    const absl::string_view elements = absl::StripTrailingAsciiWhitespace(inside);
-    if (any_) out->push_back(',');
-    any_ = true;
-    out->append(elements.data(), elements.size());
-    space_before_end_ = std::string(inside.substr(elements.size()));
+  // The piece that starts at cgroup `begin`, rendered once for every
+  // reader of this sample when a cache is shared.
+  std::shared_ptr<const CgroupListPieces::Piece> Take(size_t begin) {
+    const size_t end = std::min(snapshot_->cgroups.size(), begin + kCgroupsPerPiece);
+    auto render = [&] { return RenderPiece(*snapshot_, begin, end, episodes_, only_pressure_, pretty_); };
+    if (shared_ == nullptr) return std::make_shared<const CgroupListPieces::Piece>(render());
+    const int variant = (only_pressure_ ? 2 : 0) + (pretty_ ? 1 : 0);
+    return shared_->Get(snapshot_->sequence, variant, begin / kCgroupsPerPiece, render);
   }
 
   std::shared_ptr<const Snapshot> snapshot_;
   const EpisodeTracker& episodes_;
   const bool only_pressure_;
   const bool pretty_;
+  CgroupListPieces* shared_;
   bool started_ = false;
   bool any_ = false;  // an element was appended
-  size_t next_ = 0;   // the next cgroup to render
+  size_t next_ = 0;   // the first cgroup of the next piece
   std::string head_end_;          // the head from the array's "]" on
   std::string space_before_end_;  // what protobuf puts between the last element and "]"
 };
 
 }  // namespace
 
+std::shared_ptr<const CgroupListPieces::Piece> CgroupListPieces::Get(uint64_t sequence, int variant, size_t index,
+                                                                     const std::function<Piece()>& render) {
+  const std::pair<int, size_t> key{variant, index};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sequence > sequence_) {  // a new sample: the pieces of the last one are no one's now
+      pieces_.clear();
+      sequence_ = sequence;
+    }
+    if (sequence == sequence_) {
+      auto it = pieces_.find(key);
+      if (it != pieces_.end()) return it->second;
+    }
+  }
+  // Rendered without the lock: two readers may render the same piece at
+  // once, and one of the two is kept.
+  auto piece = std::make_shared<const Piece>(render());
+  std::lock_guard<std::mutex> lock(mu_);
+  ++rendered_;
+  if (sequence == sequence_) pieces_.emplace(key, piece);
+  return piece;
+}
+
+void CgroupListPieces::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  pieces_.clear();
+}
+
+uint64_t CgroupListPieces::rendered() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rendered_;
+}
+
 std::unique_ptr<BodyStream> NewCgroupListStream(std::shared_ptr<const Snapshot> snapshot,
-                                                const EpisodeTracker& episodes, bool only_pressure, bool pretty) {
-  return std::make_unique<CgroupListStream>(std::move(snapshot), episodes, only_pressure, pretty);
+                                                const EpisodeTracker& episodes, bool only_pressure, bool pretty,
+                                                CgroupListPieces* shared) {
+  return std::make_unique<CgroupListStream>(std::move(snapshot), episodes, only_pressure, pretty, shared);
 }
 
 namespace {
@@ -437,15 +495,17 @@ std::string RenderEpisodesPage(const api::v1::CgroupList& cgroups, const api::v1
   return h;
 }
 
-void AddAlertingRoutes(HttpServer& server, const Sampler& sampler, const EpisodeTracker& episodes,
-                       PageContext context) {
+void AddAlertingRoutes(HttpServer& server, Sampler& sampler, const EpisodeTracker& episodes, PageContext context) {
   auto no_sample = [](httplib::Response& res) {
     res.status = 503;
     res.set_content(absl::StrCat(kNoSampleYet, "\n"), "text/plain");
   };
-  // Every cgroup of the node (MBs of JSON at thousands): streamed
-  // (NewCgroupListStream).
-  server.GetStreamed("/api/v1/cgroups", [&sampler, &episodes](const httplib::Request& req, HttpResponse* out) {
+  // Every cgroup of the node (MBs of JSON at thousands): streamed, the
+  // pieces shared by the readers of a sample (CgroupListPieces).
+  auto pieces = std::make_shared<CgroupListPieces>();
+  sampler.AddBeforeCycle([pieces] { pieces->Clear(); });
+  server.GetStreamed("/api/v1/cgroups", [&sampler, &episodes, pieces](const httplib::Request& req,
+                                                                      HttpResponse* out) {
     std::shared_ptr<const Snapshot> s = sampler.Latest();
     if (!s) {
       *out = {503, {{"Content-Type", "text/plain"}}, absl::StrCat(kNoSampleYet, "\n")};
@@ -453,7 +513,7 @@ void AddAlertingRoutes(HttpServer& server, const Sampler& sampler, const Episode
     }
     bool only = req.has_param("pressure") && req.get_param_value("pressure") != "0";
     *out = {200, {{"Content-Type", "application/json"}}, ""};
-    out->stream = NewCgroupListStream(std::move(s), episodes, only, req.has_param("pretty"));
+    out->stream = NewCgroupListStream(std::move(s), episodes, only, req.has_param("pretty"), pieces.get());
   });
   server.Get("/api/v1/episodes", [&sampler, &episodes, no_sample](const httplib::Request& req, httplib::Response& res) {
     std::shared_ptr<const Snapshot> s = sampler.Latest();

@@ -256,55 +256,92 @@ std::vector<std::string> SortedLines(const std::string& json) {
   return lines;
 }
 
-TEST(Api, CgroupListStreamsTheWholeListsJsonInBoundedPieces) {
-  EpisodeTracker t({30, 16, 5});
+// / -> /a (pressure, an episode), /b; /a/c; and 3,000 pods' cgroups, with
+// an identity each.
+std::shared_ptr<const Snapshot> ThousandsOfCgroups(EpisodeTracker& t) {
   Node n;
   t.Observe(n.Step({}));
-  Snapshot with_pressure = n.Step({"/a"});
-  t.Observe(with_pressure);
+  Snapshot s = n.Step({"/a"});
+  t.Observe(s);
   for (int i = 0; i < 3000; ++i) {
     CgroupView v;
     v.path = absl::StrCat("/kubepods/pod", i);
     v.id = 100 + static_cast<uint64_t>(i);
     v.parent = 0;
     v.identity = {{"namespace", "default"}, {"pod", absl::StrCat("web-", i)}, {"container", "app"}};
-    with_pressure.cgroups.push_back(v);
+    s.cgroups.push_back(v);
   }
-  auto big = std::make_shared<const Snapshot>(std::move(with_pressure));
+  return std::make_shared<const Snapshot>(std::move(s));
+}
+
+// The whole of `stream`; counts its pieces and the largest.
+std::string Drain(BodyStream& stream, size_t* pieces, size_t* largest) {
+  std::string all;
+  *pieces = *largest = 0;
+  for (bool more = true; more; ++*pieces) {
+    std::string piece;
+    more = stream.Next(&piece);
+    *largest = std::max(*largest, piece.size());
+    all += piece;
+  }
+  return all;
+}
+
+TEST(Api, CgroupListStreamsTheWholeListsJsonInBoundedPieces) {
+  EpisodeTracker t({30, 16, 5});
+  std::shared_ptr<const Snapshot> big = ThousandsOfCgroups(t);
   auto quiet = std::make_shared<const Snapshot>(Node().Step({}));  // ?pressure=1 lists nothing
   struct Case {
     std::shared_ptr<const Snapshot> snapshot;
     bool only_pressure;
     size_t min_pieces;
   };
+  CgroupListPieces shared;
   for (const Case& c : {Case{big, false, 20}, Case{big, true, 1}, Case{quiet, true, 1}}) {
     for (bool pretty : {false, true}) {
-      SCOPED_TRACE(absl::StrCat(c.snapshot->cgroups.size(), " cgroups, pressure only ", c.only_pressure,
-                                ", pretty ", pretty));
-      const std::string whole = ToJson(BuildCgroupList(*c.snapshot, t, c.only_pressure), pretty);
-      std::unique_ptr<BodyStream> stream = NewCgroupListStream(c.snapshot, t, c.only_pressure, pretty);
-      std::string streamed;
-      size_t pieces = 0, largest = 0;
-      for (bool more = true; more; ++pieces) {
-        std::string piece;
-        more = stream->Next(&piece);
-        largest = std::max(largest, piece.size());
-        streamed += piece;
-      }
-      EXPECT_GE(pieces, c.min_pieces);
-      EXPECT_LT(largest, 128u << 10) << "of " << whole.size() << " bytes in all";
-      api::v1::CgroupList a, b;
-      ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(whole, &a).ok());
-      ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(streamed, &b).ok()) << streamed.substr(0, 500);
-      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(a, b));
-      // Byte for byte but for the order of map entries, which protobuf
-      // prints in no fixed order.
-      EXPECT_EQ(streamed.size(), whole.size());
-      if (pretty) {
-        EXPECT_EQ(SortedLines(streamed), SortedLines(whole));
+      for (CgroupListPieces* cache : {static_cast<CgroupListPieces*>(nullptr), &shared}) {
+        SCOPED_TRACE(absl::StrCat(c.snapshot->cgroups.size(), " cgroups, pressure only ", c.only_pressure,
+                                  ", pretty ", pretty, ", shared pieces ", cache != nullptr));
+        const std::string whole = ToJson(BuildCgroupList(*c.snapshot, t, c.only_pressure), pretty);
+        size_t pieces = 0, largest = 0;
+        const std::string streamed =
+            Drain(*NewCgroupListStream(c.snapshot, t, c.only_pressure, pretty, cache), &pieces, &largest);
+        EXPECT_GE(pieces, c.min_pieces);
+        EXPECT_LT(largest, 128u << 10) << "of " << whole.size() << " bytes in all";
+        api::v1::CgroupList a, b;
+        ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(whole, &a).ok());
+        ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(streamed, &b).ok()) << streamed.substr(0, 500);
+        EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(a, b));
+        // Byte for byte but for the order of map entries, which protobuf
+        // prints in no fixed order.
+        EXPECT_EQ(streamed.size(), whole.size());
+        if (pretty) {
+          EXPECT_EQ(SortedLines(streamed), SortedLines(whole));
+        }
       }
     }
   }
+}
+
+TEST(Api, ReadersOfOneSampleShareItsListPiecesUntilTheNextCycle) {
+  EpisodeTracker t({30, 16, 5});
+  std::shared_ptr<const Snapshot> s = ThousandsOfCgroups(t);
+  CgroupListPieces shared;
+  size_t pieces = 0, largest = 0;
+  const std::string first = Drain(*NewCgroupListStream(s, t, false, true, &shared), &pieces, &largest);
+  const uint64_t once = shared.rendered();
+  EXPECT_GE(once, pieces - 1);  // the last Next() may add only the end
+  for (int i = 0; i < 5; ++i) {
+    // The same lines (the head's maps come out in any order).
+    EXPECT_TRUE(SortedLines(Drain(*NewCgroupListStream(s, t, false, true, &shared), &pieces, &largest)) ==
+                SortedLines(first));
+  }
+  EXPECT_EQ(shared.rendered(), once) << "five more readers rendered nothing";
+  Drain(*NewCgroupListStream(s, t, false, false, &shared), &pieces, &largest);
+  EXPECT_EQ(shared.rendered(), 2 * once) << "plain JSON is another list";
+  shared.Clear();  // a sampling cycle begins
+  Drain(*NewCgroupListStream(s, t, false, true, &shared), &pieces, &largest);
+  EXPECT_EQ(shared.rendered(), 3 * once);
 }
 
 TEST(Api, PageShowsRowsAndEscapes) {
