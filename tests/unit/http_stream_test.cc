@@ -19,6 +19,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "exporter/common/memory.h"
 #include "exporter/outputs/http/body_stream.h"
 #include "exporter/outputs/http/http_front.h"
 #include "exporter/outputs/http/listen_socket.h"
@@ -317,6 +318,26 @@ TEST_F(HttpStreamBudgetTest, PastTheBudgetTheReadersStalledLongestAreReset) {
   EXPECT_GE(ServerQueued(port_, ports.back()), 0);
   EXPECT_EQ(DrainToEnd(slow.front()), ECONNRESET);
   for (int fd : slow) ::close(fd);
+}
+
+// 30 readers stalled on pieces of /huge hold 23 MB (their pieces and what
+// the kernel may queue for each): once they are gone, the front hands the
+// free heap back to the kernel, once, and not while they are there.
+TEST_F(HttpStreamTest, FreeMemoryIsReturnedOnceABurstOfAnswersIsOver) {
+  const uint64_t before = FreeMemoryReturns();
+  std::vector<int> slow;
+  for (int i = 0; i < 30; ++i) {
+    slow.push_back(RequestHuge(port_));
+    ASSERT_GE(slow.back(), 0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(FreeMemoryReturns(), before) << "while the readers hold their answers";
+  for (int fd : slow) ::close(fd);
+  for (int i = 0; i < 40 && FreeMemoryReturns() == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(FreeMemoryReturns(), before + 1);
 }
 
 std::string Gunzip(const std::string& z) {

@@ -222,6 +222,7 @@ void HttpFront::Close(Conn* c) {
   ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c->fd, nullptr);
   ::close(c->fd);
   conns_.erase(c->id);
+  TrimAfterBurst();
 }
 
 void HttpFront::Reset(Conn* c) {
@@ -243,6 +244,7 @@ void HttpFront::Hold(Conn* c) {
     if (c->stream) n += c->stream->Footprint();
   }
   held_ = held_ - c->held + n;
+  held_peak_ = std::max(held_peak_, held_);
   c->held = n;
 }
 
@@ -262,6 +264,23 @@ void HttpFront::Relieve() {
     if (victim == nullptr) return;
     Reset(victim);
   }
+}
+
+void HttpFront::TrimAfterBurst() {
+  // What a burst of large answers held (a scrape storm, slow readers that
+  // were reset) is free once they are gone, but glibc keeps it, scattered
+  // between blocks that live on: hand it back when the burst is over, not
+  // after every answer. On a worker, because malloc_trim() walks the heap.
+  constexpr size_t kBurstBytes = 16 << 20;
+  if (held_peak_ < kBurstBytes || held_ > held_peak_ / 8) return;
+  held_peak_ = held_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Job trim;
+    trim.trim = true;
+    jobs_.push_back(std::move(trim));
+  }
+  cv_.notify_one();
 }
 
 bool HttpFront::ShedOne() {

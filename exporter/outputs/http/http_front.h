@@ -91,6 +91,7 @@ class HttpFront {
     RequestHead head;
     std::unique_ptr<BodyStream> stream;  // set: produce the next piece of this body, not a response
     bool chunked = false;
+    bool trim = false;  // return free heap memory to the kernel, and answer nothing
   };
 
   void Loop();
@@ -110,6 +111,7 @@ class HttpFront {
   void Reset(Conn* c);  // Close() with RST: nothing left queued in the kernel
   void Hold(Conn* c);   // counts what c's answer holds now against the budget
   void Relieve();       // resets the longest-stalled readers while over the budget
+  void TrimAfterBurst();
   void Watch(Conn* c, bool read, bool write);
   bool ShedOne();
   void Sweep();
@@ -133,6 +135,7 @@ class HttpFront {
   uint64_t next_id_ = 1;
   int in_flight_ = 0;  // requests handed to workers, not yet written back
   size_t held_ = 0;    // Conn::held over every connection
+  size_t held_peak_ = 0;  // the most held_ was since the last trim
   // Shared between the I/O thread and workers.
   std::mutex mu_;
   std::condition_variable cv_;

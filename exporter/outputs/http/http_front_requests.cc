@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exporter/common/logging.h"
+#include "exporter/common/memory.h"
 #include "exporter/outputs/http/http_front_conn.h"
 #include "exporter/common/syscall_filter.h"
 #include "exporter/common/thread_privilege.h"
@@ -160,6 +161,7 @@ void HttpFront::Finished(Conn* c) {
   c->answering = false;
   c->stalled_since = 0;
   Hold(c);
+  TrimAfterBurst();
   if (!c->keep_alive) {
     if (c->ssl != nullptr) SSL_shutdown(c->ssl);  // best effort: sends close_notify
     ::shutdown(c->fd, SHUT_WR);
@@ -278,6 +280,10 @@ void HttpFront::Work() {
       if (stop_.load()) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
+    }
+    if (job.trim) {
+      ReturnFreeMemory();
+      continue;
     }
     Done d = Answer(std::move(job));
     {
