@@ -19,6 +19,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "exporter/common/memory.h"
 #include "exporter/outputs/http/body_stream.h"
 #include "exporter/outputs/http/http_front.h"
@@ -58,7 +59,8 @@ class HttpStreamTest : public ::testing::Test {
  protected:
   virtual FrontOptions Options() const { return {}; }
   // /big: 8 pieces of 200 KB; /one: one piece; /fail: fails at piece 3;
-  // /huge: 200 pieces of 256 KB (50 MB).
+  // /huge: 200 pieces of 256 KB (50 MB); /mid: one piece of 300 KB (sent
+  // with its length, and whole into the kernel's send buffer).
   void SetUp() override {
     auto socket = ListenSocket::Open("127.0.0.1:0", WebConfig{});
     ASSERT_TRUE(socket.ok()) << socket.status();
@@ -71,6 +73,7 @@ class HttpStreamTest : public ::testing::Test {
           if (head.path == "/one") r->stream = std::make_unique<Pieces>(1, 1000, &produced_);
           if (head.path == "/fail") r->stream = std::make_unique<Pieces>(8, 200000, &produced_, 3);
           if (head.path == "/huge") r->stream = std::make_unique<Pieces>(200, 256 << 10, &produced_);
+          if (head.path == "/mid") r->stream = std::make_unique<Pieces>(1, 300000, &produced_);
           if (head.path == "/plain") r->body = "plain\n";
         },
         nullptr);
@@ -256,9 +259,66 @@ class HttpStreamDeadlineTest : public HttpStreamTest {
   FrontOptions Options() const override {
     FrontOptions o;
     o.write_timeout_seconds = 1;
+    o.request_timeout_seconds = 1;
     return o;
   }
 };
+
+// A client with a small receive buffer that asks for /mid and reads
+// nothing: the kernel's send buffer takes the whole answer, most of which it
+// cannot send.
+enum class Ending { kConnectionClose, kIdleKeepAlive, kHalfClose };
+int RequestMidReadingNothing(int port, Ending ending) {
+  const bool keep_alive = ending == Ending::kIdleKeepAlive;
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const std::string req = absl::StrCat("GET /mid HTTP/1.1\r\nHost: a\r\n", keep_alive ? "" : "Connection: close\r\n",
+                                       "\r\n");
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
+      ::send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size())) {
+    ::close(fd);
+    return -1;
+  }
+  if (ending == Ending::kHalfClose) ::shutdown(fd, SHUT_WR);
+  return fd;
+}
+
+// The whole answer was handed to the kernel, and the agent closes its side
+// (Connection: close, or the client's own half-close; or the idle keep-alive
+// deadline). A plain close()
+// left an orphan holding the unsent rest for as long as the client kept
+// its window shut; now the agent waits for the client's FIN until the
+// deadline and then resets the connection.
+TEST_F(HttpStreamDeadlineTest, AnAnswerTheClientNeverReadsLeavesNoOrphanAfterTheAgentsClose) {
+  for (Ending ending : {Ending::kConnectionClose, Ending::kHalfClose, Ending::kIdleKeepAlive}) {
+    const bool keep_alive = ending == Ending::kIdleKeepAlive;
+    SCOPED_TRACE(keep_alive ? "idle keep-alive deadline" : ending == Ending::kHalfClose ? "half-close" : "Connection: close");
+    int fd = RequestMidReadingNothing(port_, ending);
+    ASSERT_GE(fd, 0);
+    const int me = LocalPort(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_GT(ServerQueued(port_, me), 100000) << "the answer, queued in the kernel";
+    // Write deadline: 1 s + 0.3 s for 300 KB; the idle one: 1 s after it, then 1 s for the client's FIN.
+    std::this_thread::sleep_for(std::chrono::milliseconds(keep_alive ? 3500 : 2000));
+    EXPECT_EQ(ServerQueued(port_, me), -1) << "an orphan holds the unsent rest";
+    EXPECT_EQ(DrainToEnd(fd), ECONNRESET);
+    ::close(fd);
+  }
+}
+
+// A client that reads its Connection: close answer and closes gets all of
+// it, and an ordinary end (FIN), not a reset.
+TEST_F(HttpStreamDeadlineTest, AClientThatReadsItsAnswerAndClosesGetsAnOrdinaryEnd) {
+  std::string out = Exchange("GET /mid HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(absl::EndsWith(out, "\r\n\r\n" + Pieces::Expected(1, 300000)));
+}
 
 // Past the write deadline the server resets the connection: the kernel
 // drops what it still had queued at once, where a plain close() left an

@@ -1,5 +1,6 @@
 #include "exporter/outputs/http/http_front.h"
 
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
@@ -27,6 +28,17 @@ namespace {
 
 constexpr uint64_t kListenerKey = 0;
 constexpr uint64_t kWakeKey = 1;
+
+// Bytes the kernel holds to send on `fd`, the FIN included, until the
+// client acknowledges them (SO_MEMINFO, Linux 4.6); -1 when it cannot tell.
+long KernelQueued(int fd) {
+  uint32_t mem[SK_MEMINFO_VARS] = {};
+  socklen_t len = sizeof mem;
+  if (::getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &len) != 0 || len <= SK_MEMINFO_WMEM_QUEUED * sizeof mem[0]) {
+    return -1;
+  }
+  return mem[SK_MEMINFO_WMEM_QUEUED];
+}
 
 }  // namespace
 
@@ -80,7 +92,7 @@ void HttpFront::Stop() {
   // orphan holds its queue after the agent is gone.
   while (!conns_.empty()) {
     Conn* c = conns_.begin()->second.get();
-    c->state == Conn::kWriting ? Reset(c) : Close(c);
+    c->state == Conn::kWriting || c->state == Conn::kClosing ? Reset(c) : Close(c);
   }
   if (epoll_ >= 0) ::close(epoll_);
   if (wake_ >= 0) ::close(wake_);
@@ -236,9 +248,27 @@ void HttpFront::Reset(Conn* c) {
   Close(c);
 }
 
+void HttpFront::Linger(Conn* c, double deadline) {
+  // Why not close() at once: the kernel may still hold much of the last
+  // answer (up to the send buffer), and a closed socket whose client reads
+  // nothing is an orphan that keeps it until the kernel stops probing the
+  // client's shut window, minutes later. Kept open, it is the agent's to
+  // reset. Not watched: a closing socket is readable (the client's FIN) or
+  // hung up for good, and Sweep() looks at it every 0.1 s instead.
+  if (c->ssl != nullptr) SSL_shutdown(c->ssl);  // best effort: sends close_notify
+  ::shutdown(c->fd, SHUT_WR);
+  if (KernelQueued(c->fd) <= 0) return Close(c);  // all taken (or no way to tell: as before)
+  ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c->fd, nullptr);
+  c->watched = 0;
+  c->state = Conn::kClosing;
+  c->deadline = deadline;
+  c->stalled_since = HttpFrontNow();  // over the budget, those closing longest go first
+  Hold(c);
+}
+
 void HttpFront::Hold(Conn* c) {
   size_t n = 0;
-  if (c->answering) {
+  if (c->answering || c->state == Conn::kClosing) {
     n = 2 * static_cast<size_t>(options_.send_buffer_bytes);  // the most the kernel queues for it
     for (const std::string& s : c->out) n += s.capacity();
     if (c->stream) n += c->stream->Footprint();
@@ -258,7 +288,7 @@ void HttpFront::Relieve() {
   while (held_ > options_.max_held_bytes) {
     Conn* victim = nullptr;
     for (auto& [id, c] : conns_) {
-      if (c->state != Conn::kWriting || c->stalled_since == 0) continue;
+      if ((c->state != Conn::kWriting && c->state != Conn::kClosing) || c->stalled_since == 0) continue;
       if (victim == nullptr || c->stalled_since < victim->stalled_since) victim = c.get();
     }
     if (victim == nullptr) return;
@@ -297,7 +327,7 @@ bool HttpFront::ShedOne() {
     }
   }
   if (victim == nullptr) return false;
-  Close(victim);
+  KernelQueued(victim->fd) > 0 ? Reset(victim) : Close(victim);  // no orphan keeps an unread answer
   return true;
 }
 
@@ -305,12 +335,24 @@ void HttpFront::Sweep() {
   Relieve();  // over the budget with nobody stalled at the last piece: maybe someone is now
   const double now = HttpFrontNow();
   std::vector<Conn*> expired;
+  std::vector<Conn*> taken;  // closing, with nothing left in the kernel to send
   for (auto& [id, c] : conns_) {
-    if (c->state != Conn::kServing && now > c->deadline) expired.push_back(c.get());
+    if (c->state == Conn::kClosing && now <= c->deadline && KernelQueued(c->fd) <= 0) {
+      taken.push_back(c.get());
+    } else if (c->state != Conn::kServing && now > c->deadline) {
+      expired.push_back(c.get());
+    }
   }
+  for (Conn* c : taken) Close(c);
   for (Conn* c : expired) {
-    if (c->state == Conn::kWriting) {
-      Reset(c);  // the client took too long to read its answer
+    if (c->state == Conn::kWriting || c->state == Conn::kClosing) {
+      Reset(c);  // the client took too long to read its answer, or to close after it
+      continue;
+    }
+    if (c->state == Conn::kReading && c->in.empty()) {
+      // Idle (keep-alive, or connected and silent): the last answer may
+      // still lie in the kernel, unread. A second more to take it.
+      Linger(c, now + 1);
       continue;
     }
     if (c->state == Conn::kReading && !c->in.empty() && c->ssl == nullptr) {

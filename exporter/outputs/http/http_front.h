@@ -109,6 +109,7 @@ class HttpFront {
   void Finished(Conn* c);
   void Close(Conn* c);
   void Reset(Conn* c);  // Close() with RST: nothing left queued in the kernel
+  void Linger(Conn* c, double deadline);  // shuts the agent's side; kClosing until `deadline`
   void Hold(Conn* c);   // counts what c's answer holds now against the budget
   void Relieve();       // resets the longest-stalled readers while over the budget
   void TrimAfterBurst();

@@ -26,7 +26,11 @@ inline double HttpFrontNow() {
 
 // I/O thread only.
 struct HttpFront::Conn {
-  enum State { kHandshake, kReading, kServing, kWriting };
+  // kClosing: the agent has shut its side after the last answer (a FIN
+  // behind what the kernel still has to send) and closes once the client
+  // has acknowledged it all, or resets the connection at the deadline
+  // (HttpFront::Linger).
+  enum State { kHandshake, kReading, kServing, kWriting, kClosing };
   uint64_t id = 0;
   int fd = -1;
   SSL* ssl = nullptr;

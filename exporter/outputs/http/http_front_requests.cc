@@ -162,11 +162,9 @@ void HttpFront::Finished(Conn* c) {
   c->stalled_since = 0;
   Hold(c);
   TrimAfterBurst();
-  if (!c->keep_alive) {
-    if (c->ssl != nullptr) SSL_shutdown(c->ssl);  // best effort: sends close_notify
-    ::shutdown(c->fd, SHUT_WR);
-    return Close(c);
-  }
+  // The client has the rest of the answer's deadline (a second at least) to
+  // take what the kernel still holds.
+  if (!c->keep_alive) return Linger(c, std::max(c->deadline, HttpFrontNow() + 1));
   c->state = Conn::kReading;
   c->since = HttpFrontNow();
   c->deadline = c->since + options_.request_timeout_seconds;
