@@ -14,7 +14,11 @@
 // bounded by max_requests (more get 503). Workers only compute responses; the
 // I/O thread writes them; a streamed body goes back to a worker for each next
 // piece once the last is sent. Over max_connections, the oldest connection that is
-// not being served is shed.
+// not being served is shed. What slow readers may make the agent and the
+// kernel hold is bounded (docs/threat-model.md "Slow readers"): a fixed send
+// buffer, one budget for all unsent answers past which the reader stalled
+// longest is reset, a reset at the write deadline, and no orphaned socket
+// after the agent's own close.
 #pragma once
 
 #include <atomic>
