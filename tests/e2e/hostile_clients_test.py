@@ -235,15 +235,23 @@ def test_slow_readers():
               f"{peak['queued'] // 1024} KiB; answers {[dict(x) for x in answers]}; ended {[dict(e) for e in ended]}; "
               f"worst /healthz {worst['/healthz'] * 1000:.0f} ms, /metrics {worst['/metrics'] * 1000:.0f} ms")
         check(all(x.get("200", 0) == 150 for x in answers), "every slow reader got its answer begun (200)")
+        # The kernel counts twice SO_SNDBUF (256 KiB) and lets one more 64 KiB segment in past it.
+        check(0 < peak["queued"] <= 576 * 1024,
+              "the kernel queues at most 576 KiB for a reader (with autotuning: 4 MiB)")
+        sanitizer = os.environ.get("SOCKPRESSURE_SANITIZER")
+        if sanitizer:
+            # What is bounded here is memory and time: a sanitizer's quarantine keeps freed memory (the
+            # agent starts at 134 MiB under ASan) and its slowdown moves when the budget and the
+            # deadlines act. The Release build is held to them.
+            print(f"     memory, reset and timing bounds not checked under {sanitizer}: its quarantine keeps "
+                  "freed memory and its slowdown moves the deadlines")
+            return
         # The budget (64 MiB, less 512 KiB for the kernel per connection) bounds the pieces held; with the
         # pieces being rendered and the allocator's slack, 80 MiB over the agent's own is generous, and far
         # from the DaemonSet's 256 MiB. It was +200 MB and +460 MB.
         check(peak["rss"] - rss0 < 80 * 1024, "300 slow readers cost the agent under 80 MiB")
         check(hwm < 160 * 1024, "the agent's peak RSS stays under 160 MiB")
         check(rss_after - rss0 < 16 * 1024, "the memory is given back once the readers are gone")
-        # The kernel counts twice SO_SNDBUF (256 KiB) and lets one more 64 KiB segment in past it.
-        check(0 < peak["queued"] <= 576 * 1024,
-              "the kernel queues at most 576 KiB for a reader (with autotuning: 4 MiB)")
         check(all(e.get("reset", 0) == 150 for e in ended),
               "every slow reader is reset (RST) by the write deadline or the budget, none left to an orphan")
         check(all(c == 200 for c in codes) and worst["/healthz"] < 1.0 and worst["/metrics"] < 3.0,
