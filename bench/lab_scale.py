@@ -3,12 +3,15 @@
 
     bench/lab_scale.py [--agent build/sockpressure_exporter] [--sizes 1000,10000,30000]
                        [--phases 0,1,100] [--window 20] [--kernel 6.1] [--perf] [--results DIR]
+                       [--high 8M] [--ballast 12|512k] [--zram 1G] [--pods-cpu "100000 100000"]
 
 One QEMU boot of Debian's kernel (the lab's guest, tests/lab/build-guest) per size: a cgroup v2 tree
 of that many memory cgroups shaped like a kubelet node (bench/lab/cgtree.c), the released binary
 with its default flags (plus a --cgroup.max above the tree), and for each percentage in --phases that
 share of the containers really reclaiming (memory.high=8M, 12 MB of hot anon, zram swap, classic
-LRU). The peer is one open/read/close pass over every memory.stat in the same boot, right before
+LRU; every container at once needs a smaller pair, e.g. --high 256K --ballast 512k). As systemd does on
+a kubelet node, the cpu controller groups the pods under kubepods.slice, capped at one of the guest's
+two vCPUs, so that the reclaimers leave the node's daemons (the agent, the peer) a CPU. The peer is one open/read/close pass over every memory.stat in the same boot, right before
 each measured window (bench/lab/guest.sh). Printed per window: agent CPU per sample / peer pass,
 samples per second achieved, RSS and its high-water mark, /metrics bytes per cgroup, and how many
 of the reclaiming containers the agent reported with reclaim scanning.
@@ -108,7 +111,8 @@ def boot(args, guest, initrd, n, rundir):
     """One boot at n cgroups: the guest's "LAB window" lines (and perf's report lines)."""
     append = ["console=ttyS0", "quiet", "loglevel=4", "panic=-1", "mitigations=off", "rdinit=/lab/bench-init",
               f"bench.n={n}", f"bench.phases={args.phases}", f"bench.window={args.window}",
-              f"bench.settle={args.settle}", f"bench.pass_ms={args.pass_ms}", f"bench.ballast_mib={args.ballast_mib}",
+              f"bench.settle={args.settle}", f"bench.pass_ms={args.pass_ms}", f"bench.ballast={args.ballast}",
+              f"bench.high={args.high}", f"bench.zram={args.zram}", "bench.pods_cpu=" + args.pods_cpu.replace(" ", "_"),
               f"bench.perf={int(args.perf)}"]
     if args.agent_args:
         append.append("bench.agent_args=" + ",".join(args.agent_args.split()))
@@ -167,9 +171,12 @@ def main():
     ap.add_argument("--window", type=int, default=20, help="seconds of each measured window")
     ap.add_argument("--settle", type=int, default=5, help="seconds after starting reclaimers, before measuring")
     ap.add_argument("--pass-ms", type=int, default=0, help="ballast pass pacing (bench/lab/guest.sh)")
-    ap.add_argument("--ballast-mib", type=int, default=12,
-                    help="anon each reclaimer touches under memory.high=8M (less: lighter reclaim, so that a "
-                         "guest with many reclaimers is not starved of CPU)")
+    ap.add_argument("--ballast", default="12",
+                    help="anon each reclaimer touches, MiB or KiB as 512k (more than --high: it reclaims)")
+    ap.add_argument("--high", default="8M", help="each reclaiming container's memory.high")
+    ap.add_argument("--zram", default="1G", help="the guest's zram swap size (all that reclaimers push out)")
+    ap.add_argument("--pods-cpu", default="100000 100000",
+                    help="kubepods.slice's cpu.max (default one vCPU of two: the node's daemons keep the other)")
     ap.add_argument("--agent-args", default="", help="extra agent flags (default: none but --cgroup.max)")
     ap.add_argument("--mem-mib", type=int, default=0, help="guest RAM (default 3 GiB, 8 GiB above 10,000)")
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per boot")
@@ -181,7 +188,7 @@ def main():
     if not os.access(args.agent, os.X_OK):
         sys.exit(f"lab-scale: no agent binary at {args.agent} (cmake --build build)")
     os.makedirs(args.results, exist_ok=True)
-    cache = os.path.join(ROOT, "tests", "lab", ".cache")
+    cache = os.environ.get("LAB_CACHE") or os.path.join(ROOT, "tests", "lab", ".cache")
     os.makedirs(cache, exist_ok=True)
     guest = build_guest(os.path.abspath(args.agent), args.kernel, symbols=args.perf)
     initrd = bench_initrd(guest, cache, args.perf)

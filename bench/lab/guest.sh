@@ -3,7 +3,8 @@
 # lab's own /init is left as it is). One boot: a kubelet-shaped tree of bench.n memory cgroups, then
 # for each percentage in bench.phases that many containers really reclaiming, the peer pass and one
 # measured window of the agent. Results are "LAB kind key=value" console lines for the host.
-#   bench.n=N  bench.phases=0,1  bench.window=S  bench.settle=S  bench.pass_ms=MS  bench.ballast_mib=MIB
+#   bench.n=N  bench.phases=0,1  bench.window=S  bench.settle=S  bench.pass_ms=MS  bench.ballast=MIB|KIBk
+#   bench.high=SIZE (each reclaimer's memory.high)  bench.zram=SIZE (the swap device)  bench.pods_cpu="QUOTA PERIOD" (kubepods.slice's cpu.max)
 #   bench.agent_args=a,b (commas become spaces)  bench.perf=1 (perf record -g of the last window)
 
 /bin/busybox mkdir -p /proc /sys /dev /run /tmp
@@ -29,7 +30,10 @@ PHASES=$(arg phases 0 | tr ',' ' ')
 WINDOW=$(arg window 20)
 SETTLE=$(arg settle 5)
 PASS_MS=$(arg pass_ms 0)
-BALLAST_MIB=$(arg ballast_mib 12)
+BALLAST=$(arg ballast 12)
+HIGH=$(arg high 8M)
+ZRAM=$(arg zram 1G)
+PODS_CPU=$(arg pods_cpu 100000_100000 | tr '_' ' ')
 AGENT_ARGS=$(arg agent_args "" | tr ',' ' ')
 PERF=$(arg perf 0)
 CG=/sys/fs/cgroup
@@ -40,13 +44,19 @@ while read -r m; do insmod "/lib/modules/$(uname -r)/$m" 2>/dev/null; done </lab
 /usr/sbin/ip link set eth0 up && /usr/sbin/ip addr add 10.0.2.15/24 dev eth0 || die "network"
 # Classic LRU, as the lab's throttling conditions: MGLRU leaves hot anon unscanned on 6.1.
 [ -w /sys/kernel/mm/lru_gen/enabled ] && echo n >/sys/kernel/mm/lru_gen/enabled
-echo 1G >/sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0 || die "zram swap"
+echo $ZRAM >/sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0 || die "zram swap"
 echo +memory >$CG/cgroup.subtree_control || die "memory controller"
+# As on a kubelet node under systemd, the cpu controller makes kubepods.slice one group, capped below the
+# node (kubelet's system-reserved keeps CPU for the node's daemons). Without it each reclaimer competed
+# on its own with the peer and the agent: under TCG, where zram's compression costs many times what it
+# does on hardware, 100 reclaimers kept both vCPUs busy and the peer pass did not finish in 20 minutes.
+echo +cpu >$CG/cgroup.subtree_control || die "cpu controller"
 log boot kernel=$(uname -r) mglru=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent) \
   mem_kib=$(awk '/MemTotal/{print $2}' /proc/meminfo)
 
 t0=$(now)
 /lab/cgtree mk $CG "$N" >/tmp/containers || die "tree"
+echo "$PODS_CPU" >$CG/kubepods.slice/cpu.max || die "kubepods.slice cpu.max $PODS_CPU"
 log tree cgroups=$(find $CG/kubepods.slice -type d | wc -l) containers=$(wc -l </tmp/containers) \
   seconds=$(awk -v a=$t0 -v b=$(now) 'BEGIN{printf "%.1f", b-a}')
 
@@ -69,6 +79,13 @@ log ready seconds=$(awk -v a=$t0 -v b=$(now) 'BEGIN{printf "%.2f", b-a}')
 # The sample sequence from the JSON API's throttled-cgroups list (small), so that counting samples
 # does not stretch the window by a scrape of every cgroup's series.
 samples() { wget -q -O - "$URL/api/v1/cgroups?pressure=1" | tr ',' '\n' | sed -n 's/.*"sampleSequence": *"*\([0-9]*\).*/\1/p'; }
+# How many of the reclaiming containers (/tmp/want) have a non-zero series of the family $1.
+count_in() {
+  awk -v fam="$1" 'NR==FNR{w[$0]=1; next}
+    index($0, fam "{") == 1 && $NF > 0 && match($0, /cgroup="[^"]*"/) {
+      c = substr($0, RSTART + 8, RLENGTH - 9); sub(/.*\//, "", c); if (c in w) n++ }
+    END{print n+0}' /tmp/want /tmp/metrics
+}
 ticks() { awk '{print $14 + $15}' /proc/$PID/stat; }
 status() { awk -v k="$1:" '$1==k{print $2}' /proc/$PID/status; }
 
@@ -83,11 +100,11 @@ for pct in $PHASES; do
   if [ "$want" -gt "$running" ]; then
     awk -v w=$want -v t=$total 'NR % int(t/w) == 0 && c < w {print; c++}' /tmp/containers >/tmp/reclaiming
     tail -n +$((running + 1)) /tmp/reclaiming | while read -r c; do
-      echo 8M >$c/memory.high
-      (echo 0 >$c/cgroup.procs && exec /lab/ballast $BALLAST_MIB $PASS_MS) >/dev/null 2>&1 &
+      echo $HIGH >$c/memory.high
+      (echo 0 >$c/cgroup.procs && exec /lab/ballast $BALLAST $PASS_MS) >/dev/null 2>&1 &
     done
     running=$want
-    log reclaimers started=$running mem_available_kib=$(awk '/MemAvailable/{print $2}' /proc/meminfo)
+    log reclaimers started=$running high=$HIGH ballast=$BALLAST mem_available_kib=$(awk '/MemAvailable/{print $2}' /proc/meminfo)
   fi
   sleep "$SETTLE"
   peer=$(/lab/cgtree pass $CG 3)
@@ -99,19 +116,18 @@ for pct in $PHASES; do
   # Seen: the agent reports reclaim scanning on every reclaiming container (events too, if any).
   seen=0 events=0
   if [ "$running" -gt 0 ]; then
-    sed "s|^$CG||" /tmp/reclaiming >/tmp/want
-    seen=$(awk 'NR==FNR{w[$0]=1; next}
-      /^sockpressure_memcg_reclaim_scanned_pages_total\{/ && $NF > 0 {
-        if (match($0, /cgroup="[^"]*"/)) { c = substr($0, RSTART + 8, RLENGTH - 9); if (c in w) n++ } }
-      END{print n+0}' /tmp/want /tmp/metrics)
-    events=$(awk 'NR==FNR{w[$0]=1; next}
-      /^sockpressure_memcg_socket_pressure_events_total\{/ && $NF > 0 {
-        if (match($0, /cgroup="[^"]*"/)) { c = substr($0, RSTART + 8, RLENGTH - 9); if (c in w) n++ } }
-      END{print n+0}' /tmp/want /tmp/metrics)
+    # By the container's own directory (cri-containerd-<64 hex>.scope, unique): the cgroup label
+    # leaves out the leading slices that the next one's name implies.
+    sed 's|.*/||' /tmp/reclaiming >/tmp/want
+    seen=$(count_in sockpressure_memcg_reclaim_scanned_pages_total)
+    events=$(count_in sockpressure_memcg_socket_pressure_events_total)
   fi
   log window pct=$pct reclaiming=$running seen=$seen events=$events $peer \
     agent_ticks=$((c2 - c1)) hz=$(getconf CLK_TCK 2>/dev/null || echo 100) samples=$(awk -v a=$s1 -v b=$s2 'BEGIN{print b-a}') \
     seconds=$(awk -v a=$w1 -v b=$w2 'BEGIN{printf "%.2f", b-a}') \
+    sample_cpu_s=$(awk '$1=="sockpressure_sample_cpu_seconds"{print $2}' /tmp/metrics) \
+    cgroupfs_wall_s=$(awk '$1=="sockpressure_collector_duration_seconds{collector=\"cgroupfs\"}"{print $2}' /tmp/metrics) \
+    bpf_wall_s=$(awk '$1=="sockpressure_collector_duration_seconds{collector=\"bpf\"}"{print $2}' /tmp/metrics) \
     rss_kib=$(status VmRSS) hwm_kib=$(status VmHWM) metrics_bytes=$(wc -c </tmp/metrics) \
     memcgs=$(find $CG -name memory.stat | wc -l)
   if [ "$PERF" = 1 ] && [ "$pct" = "$last" ]; then

@@ -1,4 +1,4 @@
-// ballast: keep N MiB of anonymous memory hot, forever.
+// ballast: keep N MiB (or N KiB, written "Nk") of anonymous memory hot, forever.
 //
 // Why: the throttling needs a cgroup whose anon pages reclaim keeps scanning
 // but cannot free (they are referenced again before the next scan), so that
@@ -14,11 +14,13 @@
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: ballast MIB [PASS_MS]\n");
+    fprintf(stderr, "usage: ballast MIB|KIBk [PASS_MS]\n");
     return 2;
   }
-  size_t mib = strtoul(argv[1], NULL, 10);
-  size_t len = mib << 20;
+  // KiB for the scale bench, whose thousands of reclaimers must each fit in a few hundred KiB.
+  char *unit;
+  size_t n = strtoul(argv[1], &unit, 10);
+  size_t len = *unit == 'k' ? n << 10 : n << 20;
   // A pass over all pages at most every PASS_MS (0 = continuously, the lab's default). Pacing
   // saves a vCPU, but on a starved TCG host a paced pass can come too late: once reclaim finds a
   // page unreferenced it swaps it out, the refault slows the next pass, and the ballast stops
@@ -39,7 +41,7 @@ int main(int argc, char **argv) {
     x ^= x << 17;
     *(uint64_t *)(p + i) = x;
   }
-  printf("ballast: %zu MiB resident\n", mib);
+  printf("ballast: %zu KiB resident\n", len >> 10);
   fflush(stdout);
   // Touch every page in a loop: a write per page sets the accessed bit, so
   // each reclaim scan finds the page referenced and rotates it instead of
