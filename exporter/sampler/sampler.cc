@@ -87,8 +87,9 @@ std::shared_ptr<const Snapshot> Sampler::SampleOnce() {
   sample.unix_millis = static_cast<int64_t>(Now(CLOCK_REALTIME) * 1000);
   // One result per source, at its registration index.
   std::vector<CollectorResult> results(sources_.size());
-  // Signal collectors first (registration order: cgroupfs, whose cgroups
-  // the others resolve ids against, comes first), then the context
+  // Signal collectors first (registration order: bpf, whose vmpressure tier
+  // tells the cgroupfs walk where reclaim went, then cgroupfs, whose cgroups
+  // the others resolve ids against), then the context
   // collectors, which see the signal collectors' output through the gate.
   for (size_t i : every_cycle_) results[i] = RunCollector(*sources_[i], sample);
   if (!context_.empty()) {

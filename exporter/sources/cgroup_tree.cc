@@ -112,12 +112,12 @@ bool HotChildrenExplain(CgroupNode& n, uint64_t walk, const std::function<bool(C
   return *n.last.pgscan == n.rem_scan + scan && *n.last.pgsteal == n.rem_steal + steal;
 }
 
-void LearnSplit(CgroupNode& n, uint64_t walk) {
+void TrustSplit(CgroupNode& n) {
   n.split_known = false;
   if (!HasCounters(n)) return;
   uint64_t scan = 0, steal = 0;
   for (const auto& c : n.children) {
-    if (c->visited_walk != walk || !c->visit_ok || !HasCounters(*c)) return;
+    if (!HasCounters(*c)) return;
     scan += *c->last.pgscan;
     steal += *c->last.pgsteal;
   }
@@ -126,6 +126,16 @@ void LearnSplit(CgroupNode& n, uint64_t walk) {
   n.rem_scan = *n.last.pgscan - scan;
   n.rem_steal = *n.last.pgsteal - steal;
   n.split_known = true;
+}
+
+void LearnSplit(CgroupNode& n, uint64_t walk) {
+  for (const auto& c : n.children) {
+    if (c->visited_walk != walk || !c->visit_ok) {
+      n.split_known = false;
+      return;
+    }
+  }
+  TrustSplit(n);
 }
 
 std::vector<bool> SelectWithinMax(const std::vector<CgroupNode*>& order, size_t max) {

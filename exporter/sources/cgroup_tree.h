@@ -91,6 +91,10 @@ struct CgroupNode {
   bool moved = false;
   bool events_moved = false;  // memory.events sock_throttled moved (6.19+)
   bool read_kids = false;     // every child is read in this walk
+  // Only the children the eBPF vmpressure tier saw reclaimed are read in
+  // this walk (the remainder check failed; CgroupfsSource::MarkScanned).
+  bool read_scanned = false;
+  uint64_t scanned_walk = 0;  // the walk in which that tier saw reclaim in this subtree
   int order = -1;  // position in this walk's order
   // The walk that read this cgroup last (CgroupfsSource's cycle count), and
   // how: a parent may read its hot children before the breadth-first walk
@@ -132,6 +136,12 @@ void NoteMoved(CgroupNode& n, uint64_t walk);
 // sums differ: a silent child started, a child came or went, or the kernel
 // flushed statistics between the reads (rstat).
 bool HotChildrenExplain(CgroupNode& n, uint64_t walk, const std::function<bool(CgroupNode&)>& visit);
+
+// After a walk that read only the children the eBPF vmpressure tier saw
+// reclaimed (n.read_scanned): the others did not move, so the split is the
+// children's latest readings, read now or kept. Forgets it when a child has
+// no counters.
+void TrustSplit(CgroupNode& n);
 
 // After a walk that read every child of `n` (n.read_kids): learns the split
 // afresh, or forgets it when a child could not be read or counters are

@@ -7,6 +7,7 @@
 #include <deque>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <unordered_map>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -52,7 +53,16 @@ class CgroupfsSource final : public Source {
   // for all of it; otherwise its last reading stands (nothing below a still
   // cgroup moved, and no silent sibling moved). Fills order_ and read_all_;
   // true when a cgroup (and its subtree) could not be read.
-  bool Walk(Sample& sample, int rootfd, bool slow_pass, bool read_all);
+  // A parent whose check fails reads every child, or, when `scanned_known`,
+  // only those in which the eBPF vmpressure tier saw reclaim (MarkScanned).
+  bool Walk(Sample& sample, int rootfd, bool slow_pass, bool read_all, bool scanned_known);
+  // Marks the cgroups (and their ancestors) in which this sample's eBPF
+  // vmpressure tier saw reclaim since the last walk, with scanned_walk =
+  // `walk`; the bpf collector runs before this one. True when that tier can
+  // stand in for the remainder check: attached now and at the last walk, with
+  // no event lost and no program run missed in between (a missed run is a
+  // reclaim it did not see).
+  bool MarkScanned(const Sample& sample, uint64_t walk);
   // One cgroup of the walk: read, only listed, or its last reading kept.
   // False when it could not be read or vanished (n.gone).
   bool WalkStep(CgroupNode& n, int rootfd, bool slow_pass, bool read_all);
@@ -99,6 +109,14 @@ class CgroupfsSource final : public Source {
   uint64_t cycle_ = 0;  // samples of this tree, for the full pass
   uint64_t walk_ = 0;   // walks ever, never reset: CgroupNode::visited_walk
   std::vector<CgroupNode*> read_all_;  // this walk's nodes with read_kids
+  std::vector<CgroupNode*> read_scanned_;  // this walk's nodes with read_scanned
+  // Every walked node by cgroup id, rebuilt when the tree changes shape.
+  std::unordered_map<uint64_t, CgroupNode*> by_id_;
+  // The eBPF vmpressure tier at the last walk: which one, what it had
+  // counted per cgroup id, its lost events and missed program runs.
+  int scanned_tier_ = -1;
+  std::unordered_map<uint64_t, uint64_t> scanned_by_id_;
+  uint64_t scanned_lost_ = 0, scanned_missed_ = 0;
   bool cut_ = false;  // the last walk found more cgroups than --cgroup.max
   // The tree's shape changed in this walk (children came or went), and how
   // many cgroups the last walk put in its sample (SIZE_MAX: none, failed).
@@ -258,6 +276,7 @@ void CgroupfsSource::UseRoot(const MemoryHierarchy& h, const struct stat& st, in
   }
   // Another tree at the path (remounted, or v1 and v2 switched): nothing
   // known about the old one applies.
+  by_id_.clear();
   root_.reset();
   root_ = std::make_unique<CgroupNode>("/", st.st_ino, nullptr, &budget_, lister_.watcher());
   root_->last.v1 = h.v1;
@@ -303,12 +322,21 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
   // memory, which changes without reclaim). The core signal needs no read of
   // a still subtree: its counters cannot have moved.
   const bool read_all = slow_pass && (options_.read_context || cut_);
-  const bool incomplete = Walk(sample, rootfd, slow_pass, read_all);
+  // Not on a full pass: reclaim that vmpressure never sees (GFP_NOIO/NOFS
+  // allocations, memory.reclaim) moves memory.stat alone, and is read then.
+  const bool scanned_known = MarkScanned(sample, walk_ + 1) && !slow_pass;
+  const bool incomplete = Walk(sample, rootfd, slow_pass, read_all, scanned_known);
   if (slow_pass) events_probed_ = true;
   lister_.WalkDone();
   DropVanished();
-  // What the parents that read every child learnt about their own share.
+  // What the parents that read every child learnt about their own share,
+  // and what those that read the scanned ones take it to be.
   for (CgroupNode* n : read_all_) LearnSplit(*n, walk_);
+  for (CgroupNode* n : read_scanned_) TrustSplit(*n);
+  if (reshaped_ || by_id_.size() != order_.size()) {
+    by_id_.clear();
+    for (CgroupNode* n : order_) by_id_[n->id] = n;
+  }
   ::close(rootfd);
   if (order_.empty()) {
     // Without the root there is no walk: 0 cgroups is a failure, not a fact.
@@ -331,10 +359,42 @@ absl::Status CgroupfsSource::NoHierarchy() {
   return absl::OkStatus();
 }
 
-bool CgroupfsSource::Walk(Sample& sample, int rootfd, bool slow_pass, bool read_all) {
+bool CgroupfsSource::MarkScanned(const Sample& sample, uint64_t walk) {
+  int tier = -1;
+  for (Tier t : {Tier::kFentry, Tier::kKprobe}) {
+    if (sample.IsLive(Signal::kReclaim, t)) {
+      tier = static_cast<int>(t);
+      break;
+    }
+  }
+  uint64_t missed = 0;
+  for (const ProgramStats& p : sample.program_stats) missed += p.missed_runs;
+  const bool steady = tier >= 0 && tier == scanned_tier_ && sample.events_lost == scanned_lost_ &&
+                      missed == scanned_missed_;
+  scanned_tier_ = tier;
+  scanned_lost_ = sample.events_lost;
+  scanned_missed_ = missed;
+  auto counted = tier < 0 ? sample.reclaim.end() : sample.reclaim.find(static_cast<Tier>(tier));
+  if (counted == sample.reclaim.end()) {
+    scanned_by_id_.clear();
+    return false;
+  }
+  for (const auto& [id, r] : counted->second) {
+    uint64_t& seen = scanned_by_id_[id];
+    if (seen == r.scanned) continue;
+    seen = r.scanned;
+    auto node = by_id_.find(id);
+    if (node == by_id_.end()) continue;  // not walked yet: a new cgroup is read anyway
+    for (CgroupNode* n = node->second; n != nullptr && n->scanned_walk != walk; n = n->parent) n->scanned_walk = walk;
+  }
+  return steady;
+}
+
+bool CgroupfsSource::Walk(Sample& sample, int rootfd, bool slow_pass, bool read_all, bool scanned_known) {
   ++walk_;
   order_.clear();
   read_all_.clear();
+  read_scanned_.clear();
   bool incomplete = false;  // a cgroup (and its subtree) could not be read
   auto visit = [&](CgroupNode& c) { return Visit(c, rootfd, slow_pass); };
   std::deque<CgroupNode*> queue{root_.get()};
@@ -350,8 +410,18 @@ bool CgroupfsSource::Walk(Sample& sample, int rootfd, bool slow_pass, bool read_
       continue;
     }
     if (read_all || (n->moved && !HotChildrenExplain(*n, walk_, visit))) {
-      n->read_kids = true;
-      read_all_.push_back(n);
+      if (!read_all && scanned_known && n->split_known && !n->events_moved) {
+        // The sums disagree, but the eBPF tier saw each reclaim the kernel
+        // accounted: a child it did not see stood still. Under steady reclaim
+        // the kernel flushes its statistics (rstat) between a parent's read
+        // and its children's nearly every time, and a kubepods slice would
+        // read all its pods each sample.
+        n->read_scanned = true;
+        read_scanned_.push_back(n);
+      } else {
+        n->read_kids = true;
+        read_all_.push_back(n);
+      }
     }
     n->order = static_cast<int>(order_.size());
     order_.push_back(n);
@@ -369,6 +439,7 @@ bool CgroupfsSource::Walk(Sample& sample, int rootfd, bool slow_pass, bool read_
 bool CgroupfsSource::WalkStep(CgroupNode& n, int rootfd, bool slow_pass, bool read_all) {
   n.gone = false;
   n.read_kids = false;
+  n.read_scanned = false;
   if (!n.filtered) {
     n.exported = !options_.exported || options_.exported(n.path.str());
     n.filtered = true;
@@ -376,7 +447,10 @@ bool CgroupfsSource::WalkStep(CgroupNode& n, int rootfd, bool slow_pass, bool re
   // Read as a hot child of its parent, and relisted then if its directory
   // had an event or events were lost (list_all).
   if (n.visited_walk == walk_) return n.visit_ok;
-  if (read_all || n.parent == nullptr || !n.have_reading || n.parent->read_kids) return Visit(n, rootfd, slow_pass);
+  if (read_all || n.parent == nullptr || !n.have_reading || n.parent->read_kids ||
+      (n.parent->read_scanned && n.scanned_walk == walk_)) {
+    return Visit(n, rootfd, slow_pass);
+  }
   n.moved = false;
   // A cgroup came or went in it (watched), or the full pass (unwatched).
   if (slow_pass || n.dirty || lister_.list_all()) return ListOnly(n, rootfd);

@@ -1,7 +1,8 @@
 // The collectors linked into the binary, one row each: name, default, help,
-// cadence, factory and, for bpf, its sub-switches. Order matters: cgroupfs
-// runs first because the other collectors resolve cgroup ids through the
-// cgroups it found in the same sample.
+// cadence, factory and, for bpf, its sub-switches. Order matters: bpf runs
+// first, because the cgroupfs walk reads the cgroups in which its vmpressure
+// tier saw reclaim; cgroupfs next, because the other collectors resolve
+// cgroup ids through the cgroups it found in the same sample.
 #include <algorithm>
 
 #include "exporter/sources/bpf/bpf_source.h"
@@ -24,25 +25,6 @@ constexpr CollectorCadence kContext = CollectorCadence::kContext;
 
 const std::vector<SourceRegistration>& RegisteredSources() {
   static const std::vector<SourceRegistration> collectors = {
-      {"cgroupfs", true, "memory cgroup hierarchy: memory.stat, memory.events, memory.pressure, limits", kEveryCycle,
-       [](const SourceContext& ctx) {
-         // The full pass (new directories, slow files): --cgroup.full-pass-interval.
-         uint64_t slow_every = static_cast<uint64_t>(std::max(1.0, ctx.full_pass_seconds / ctx.interval_seconds));
-         CgroupfsOptions o(ctx.max_cgroups, slow_every);
-         o.read_context = ctx.cgroup_context;
-         o.exported = ctx.cgroup_exported;
-         return NewCgroupfsSource(ctx.paths, std::move(o));
-       }},
-      {"kernel", true, "kernel release and cgroup.memory=nosocket from the command line", kContext,
-       [](const SourceContext& ctx) { return NewKernelSource(ctx.paths); }},
-      {"swaps", true, "active swap areas (/proc/swaps)", kContext,
-       [](const SourceContext& ctx) { return NewSwapsSource(ctx.paths); }},
-      {"netstat", true, "TcpExt pruning, collapse, memory-pressure and zero-window counters", kContext,
-       [](const SourceContext& ctx) { return NewNetstatSource(ctx.paths); }},
-      {"sockstat", true, "global TCP memory against net.ipv4.tcp_mem", kContext,
-       [](const SourceContext& ctx) { return NewSockstatSource(ctx.paths); }},
-      {"vmstat", true, "node-wide reclaim (/proc/vmstat) and memory PSI", kContext,
-       [](const SourceContext& ctx) { return NewVmstatSource(ctx.paths); }},
       // eBPF tiers (bpf/README.md): one collector, its probes switched one
       // by one with --collector.bpf_NAME.
       {"bpf",
@@ -62,6 +44,25 @@ const std::vector<SourceRegistration>& RegisteredSources() {
              "tcp_prune_ofo_queue)"},
             &BpfProbes::prunes},
        }},
+      {"cgroupfs", true, "memory cgroup hierarchy: memory.stat, memory.events, memory.pressure, limits", kEveryCycle,
+       [](const SourceContext& ctx) {
+         // The full pass (new directories, slow files): --cgroup.full-pass-interval.
+         uint64_t slow_every = static_cast<uint64_t>(std::max(1.0, ctx.full_pass_seconds / ctx.interval_seconds));
+         CgroupfsOptions o(ctx.max_cgroups, slow_every);
+         o.read_context = ctx.cgroup_context;
+         o.exported = ctx.cgroup_exported;
+         return NewCgroupfsSource(ctx.paths, std::move(o));
+       }},
+      {"kernel", true, "kernel release and cgroup.memory=nosocket from the command line", kContext,
+       [](const SourceContext& ctx) { return NewKernelSource(ctx.paths); }},
+      {"swaps", true, "active swap areas (/proc/swaps)", kContext,
+       [](const SourceContext& ctx) { return NewSwapsSource(ctx.paths); }},
+      {"netstat", true, "TcpExt pruning, collapse, memory-pressure and zero-window counters", kContext,
+       [](const SourceContext& ctx) { return NewNetstatSource(ctx.paths); }},
+      {"sockstat", true, "global TCP memory against net.ipv4.tcp_mem", kContext,
+       [](const SourceContext& ctx) { return NewSockstatSource(ctx.paths); }},
+      {"vmstat", true, "node-wide reclaim (/proc/vmstat) and memory PSI", kContext,
+       [](const SourceContext& ctx) { return NewVmstatSource(ctx.paths); }},
       {"bpf_census", true, "eBPF TCP iterator census of clamped sockets per cgroup, in every network namespace",
        kContext, [](const SourceContext& ctx) { return NewBpfCensusSource(ctx); }},
       {"sock_diag", true, "TCP socket census per cgroup via inet_diag, in every network namespace", kContext,

@@ -118,8 +118,9 @@ struct SourceRegistration {
   std::vector<BpfProbeSwitch> bpf_probes = {};  // the bpf collector's sub-switches
 };
 
-// All sources linked into the binary, in collection order (cgroupfs first:
-// the others resolve cgroup ids through it).
+// All sources linked into the binary, in collection order (bpf first: the
+// cgroupfs walk follows its vmpressure tier; then cgroupfs: the others
+// resolve cgroup ids through it).
 const std::vector<SourceRegistration>& RegisteredSources();
 
 // Every --[no-]collector.NAME flag: each collector's, then its sub-switches.

@@ -5,6 +5,7 @@
 // the kernel's hierarchical counters never do: whether the planted value
 // shows in the sample tells whether that child was read.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <map>
@@ -224,6 +225,142 @@ TEST(CgroupfsRemainderTest, FlushSkewBetweenParentAndChildrenFallsBackToEveryChi
   s = Take(*src);
   EXPECT_EQ(ScanOf(s, "/p/c1"), 400u);
   EXPECT_EQ(ScanOf(s, "/p/c4"), 0u) << "not read";
+}
+
+// The eBPF vmpressure tier as the bpf collector leaves it in the sample
+// before the cgroupfs walk: pages it counted per cgroup id (cumulative), its
+// lost events and its programs' missed runs.
+struct Ebpf {
+  explicit Ebpf(Tree& tree) : t(tree) {}
+  Tree& t;
+  bool live = true;
+  std::map<std::string, uint64_t> scanned;  // path -> pages
+  uint64_t lost = 0, missed = 0;
+  // A reclaim of `p` that the tier saw too.
+  void Reclaim(const std::string& p, uint64_t scan, uint64_t steal) {
+    t.Reclaim(p, scan, steal);
+    scanned[p] += scan;
+  }
+  // The kernel flushed c's new counts after its parent was read: c is ahead
+  // of the parent by `ahead` pages (the FlushSkew test's case, seen by the tier).
+  void Skew(const std::string& c, uint64_t scan, uint64_t steal, uint64_t ahead) {
+    t.counters[c].first += scan;
+    t.counters[c].second += steal;
+    t.Write(c);
+    t.Reclaim("p", scan - ahead, steal);
+    scanned[c] += scan;
+  }
+  Sample Take(Source& src) {
+    Sample s;
+    if (live) {
+      s.MarkLive(Signal::kReclaim, Tier::kFentry);
+      auto& by_id = s.reclaim[Tier::kFentry];
+      for (const auto& [p, pages] : scanned) by_id[Ino(t.root / p)].scanned = pages;
+      s.events_lost = lost;
+      ProgramStats vmp;
+      vmp.program = "vmp_fentry";
+      vmp.missed_runs = missed;
+      s.program_stats.push_back(vmp);
+    }
+    absl::Status st = src.Collect(s);
+    EXPECT_TRUE(st.ok()) << st;
+    return s;
+  }
+  static uint64_t Ino(const std::filesystem::path& p) {
+    struct stat st;
+    return ::stat(p.c_str(), &st) == 0 ? st.st_ino : 0;
+  }
+};
+
+// Warm-up with the tier: c1 reclaims twice and is hot.
+std::unique_ptr<Source> WarmWith(Ebpf& e) {
+  std::unique_ptr<Source> src = e.t.Agent();
+  e.Take(*src);
+  for (int i = 0; i < 2; ++i) {
+    e.Reclaim("p/c1", 100, 20);
+    e.Take(*src);
+  }
+  return src;
+}
+
+// On a real kernel under steady reclaim the statistics are flushed between a
+// parent's read and its children's nearly every time, so the sums disagree
+// and, without the tier, a kubepods slice reads every pod each sample.
+TEST(CgroupfsRemainderTest, FlushSkewWithTheEbpfTierReadsOnlyTheChildrenItSawReclaimed) {
+  Tree t;
+  Ebpf e(t);
+  std::unique_ptr<Source> src = WarmWith(e);
+  e.Skew("p/c1", 100, 20, 40);
+  e.Reclaim("p/c7", 50, 5);  // a silent child that starts: not hot, but seen by the tier
+  t.Plant("p/c5", 7);        // moved in the file only: the tier saw nothing there
+  Sample s = e.Take(*src);
+  EXPECT_EQ(ScanOf(s, "/p/c1"), 300u) << "the hot child is read";
+  EXPECT_EQ(ScanOf(s, "/p/c7"), 50u) << "the child the tier saw reclaimed is read in the same sample";
+  EXPECT_EQ(ScanOf(s, "/p/c5"), 0u) << "a child the tier did not see is not read, though the sums disagree";
+  EXPECT_EQ(s.cgroups.size(), 13u);
+  EXPECT_TRUE(s.cgroups_complete);
+  // The parent catches up; the split taken on trust holds from the readings.
+  t.Reclaim("p", 40, 0);
+  e.Reclaim("p/c1", 100, 20);
+  t.Plant("p/c6", 9);
+  s = e.Take(*src);
+  EXPECT_EQ(ScanOf(s, "/p/c1"), 400u);
+  EXPECT_EQ(ScanOf(s, "/p/c6"), 0u);
+}
+
+TEST(CgroupfsRemainderTest, AnEbpfEventLostOrARunMissedFallsBackToEveryChild) {
+  for (int which = 0; which < 2; ++which) {
+    Tree t;
+    Ebpf e(t);
+    std::unique_ptr<Source> src = WarmWith(e);
+    (which == 0 ? e.lost : e.missed) += 1;  // a reclaim the tier may not have seen
+    e.Skew("p/c1", 100, 20, 40);
+    t.Plant("p/c5", 7);
+    Sample s = e.Take(*src);
+    EXPECT_EQ(ScanOf(s, "/p/c5"), 7u) << (which == 0 ? "lost event" : "missed run") << ": every child read";
+    // Steady again from the next walk.
+    e.Skew("p/c1", 100, 20, 30);
+    t.Plant("p/c4", 3);
+    s = e.Take(*src);
+    EXPECT_EQ(ScanOf(s, "/p/c4"), 0u) << (which == 0 ? "lost event" : "missed run") << ": trusted again";
+  }
+}
+
+TEST(CgroupfsRemainderTest, AnEbpfTierNewSinceTheLastWalkIsNotTrustedYet) {
+  Tree t;
+  Ebpf e(t);
+  e.live = false;  // no eBPF at the warm-up (not attached yet, or another tier)
+  std::unique_ptr<Source> src = WarmWith(e);
+  e.live = true;
+  e.Skew("p/c1", 100, 20, 40);
+  t.Plant("p/c5", 7);
+  Sample s = e.Take(*src);
+  EXPECT_EQ(ScanOf(s, "/p/c5"), 7u) << "nothing to compare the tier's counts with: every child read";
+}
+
+TEST(CgroupfsRemainderTest, TheFullPassReadsEveryChildOfADisagreeingParentWhateverTheEbpfTier) {
+  // vmpressure never sees some reclaim (GFP_NOIO/NOFS allocations,
+  // memory.reclaim): the full pass is where memory.stat alone catches up.
+  Tree t;
+  Ebpf e(t);
+  Paths paths;
+  paths.cgroupfs = t.root.string();
+  CgroupfsOptions o(5000, /*full pass every*/ 4);
+  o.keep_files = CgroupfsOptions::KeepFiles::kAlways;
+  o.read_context = false;
+  std::unique_ptr<Source> src = NewCgroupfsSource(paths, std::move(o));
+  e.Take(*src);  // walk 0: full pass
+  for (int i = 0; i < 2; ++i) {
+    e.Reclaim("p/c1", 100, 20);
+    e.Take(*src);
+  }
+  e.Skew("p/c1", 100, 20, 40);
+  t.Plant("p/c5", 7);
+  Sample s = e.Take(*src);  // walk 3: trusted
+  EXPECT_EQ(ScanOf(s, "/p/c5"), 0u);
+  e.Skew("p/c1", 100, 20, 30);
+  s = e.Take(*src);  // walk 4: the full pass
+  EXPECT_EQ(ScanOf(s, "/p/c5"), 7u);
 }
 
 TEST(CgroupfsRemainderTest, MissingCountersAlwaysReadEveryChild) {
