@@ -110,9 +110,19 @@ for pct in $PHASES; do
   peer=$(/lab/cgtree pass $CG 3)
   log peer $peer
   s1=$(samples); c1=$(ticks); w1=$(now)
+  # Halfway through, where each of the agent's threads is waiting (wchan and kernel stack): a
+  # cycle that takes longer than its CPU time waits somewhere.
+  (sleep $((WINDOW / 2)); for t in /proc/$PID/task/*; do
+     log thread pct=$pct name=$(cat $t/comm) state=$(awk '{print $3}' $t/stat) wchan=$(cat $t/wchan)
+     head -6 $t/stack 2>/dev/null | sed 's/^/LAB stack /'
+   done) &
   sleep "$WINDOW"
   c2=$(ticks); s2=$(samples); w2=$(now)
   wget -q -O /tmp/metrics $URL/metrics
+  # Protobuf too, as Prometheus asks for it first: the high-water mark covers both renderings.
+  wget -q -O /tmp/metrics.pb \
+    --header 'Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited' \
+    $URL/metrics
   # Seen: the agent reports reclaim scanning on every reclaiming container (events too, if any).
   seen=0 events=0
   if [ "$running" -gt 0 ]; then
@@ -128,7 +138,7 @@ for pct in $PHASES; do
     sample_cpu_s=$(awk '$1=="sockpressure_sample_cpu_seconds"{print $2}' /tmp/metrics) \
     cgroupfs_wall_s=$(awk '$1=="sockpressure_collector_duration_seconds{collector=\"cgroupfs\"}"{print $2}' /tmp/metrics) \
     bpf_wall_s=$(awk '$1=="sockpressure_collector_duration_seconds{collector=\"bpf\"}"{print $2}' /tmp/metrics) \
-    rss_kib=$(status VmRSS) hwm_kib=$(status VmHWM) metrics_bytes=$(wc -c </tmp/metrics) \
+    rss_kib=$(status VmRSS) hwm_kib=$(status VmHWM) metrics_bytes=$(wc -c </tmp/metrics) protobuf_bytes=$(wc -c </tmp/metrics.pb) \
     memcgs=$(find $CG -name memory.stat | wc -l)
   if [ "$PERF" = 1 ] && [ "$pct" = "$last" ]; then
     echo 0 >/proc/sys/kernel/kptr_restrict

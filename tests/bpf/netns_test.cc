@@ -87,6 +87,32 @@ TEST(NetnsScanner, NewProcessesAtOnceMovedProcessesAtTheFullRescan) {
   EXPECT_EQ(Inodes(ListNetworkNamespaces(proc.path(), {})), (std::set<uint64_t>{503, 504}));
 }
 
+// A node that starts thousands of processes at once (or a full rescan of
+// them) costs one readlink each: a call spends at most its budget, new pids
+// first, so one sample is never held for all of them.
+TEST(NetnsScanner, ResolvesAtMostItsBudgetPerCallNewPidsFirst) {
+  FakeProc proc;
+  for (int pid = 100; pid < 105; ++pid) proc.Set(pid, 600 + pid);  // five namespaces
+  NetnsScanner scanner(proc.path(), {}, std::chrono::hours(1), /*resolve_per_list=*/2);
+  EXPECT_EQ(Inodes(scanner.List()).size(), 2u);
+  EXPECT_EQ(Inodes(scanner.List()).size(), 4u);
+  EXPECT_EQ(Inodes(scanner.List()).size(), 5u) << "every namespace within three calls";
+
+  // At a full rescan the stale entries keep their namespace until their
+  // turn, and a pid that started meanwhile goes first.
+  NetnsScanner rescans(proc.path(), {}, std::chrono::seconds(0), /*resolve_per_list=*/1);
+  for (int i = 0; i < 5; ++i) rescans.List();
+  proc.Set(100, 900);  // moved (unshare)
+  proc.Set(105, 905);  // new
+  std::set<uint64_t> first = Inodes(rescans.List());
+  EXPECT_TRUE(first.count(905)) << "the new pid is resolved first";
+  EXPECT_TRUE(first.count(700)) << "a stale entry is still listed with its cached namespace";
+  std::set<uint64_t> later;
+  for (int i = 0; i < 6; ++i) later = Inodes(rescans.List());
+  EXPECT_TRUE(later.count(900)) << "the moved process is found within the rescan's calls";
+  EXPECT_FALSE(later.count(700));
+}
+
 pid_t Tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
 
 std::string NetnsOf(pid_t tid) {

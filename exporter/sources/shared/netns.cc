@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <unordered_map>
@@ -20,8 +21,9 @@
 namespace sockpressure {
 
 NetnsScanner::NetnsScanner(std::string procfs, std::vector<std::string> run_netns_dirs,
-                           std::chrono::steady_clock::duration full_rescan)
-    : procfs_(std::move(procfs)), run_netns_dirs_(std::move(run_netns_dirs)), full_rescan_(full_rescan) {}
+                           std::chrono::steady_clock::duration full_rescan, size_t resolve_per_list)
+    : procfs_(std::move(procfs)), run_netns_dirs_(std::move(run_netns_dirs)), full_rescan_(full_rescan),
+      resolve_per_list_(resolve_per_list) {}
 
 std::vector<NetnsRef> NetnsScanner::List() {
   std::vector<NetnsRef> out;
@@ -52,45 +54,63 @@ std::vector<NetnsRef> NetnsScanner::List() {
     }
   }
   const auto now = std::chrono::steady_clock::now();
-  const bool full = !scanned_ || now - last_full_ >= full_rescan_;
-  if (full) {
+  if (round_ == 0 || now - last_full_ >= full_rescan_) {
     last_full_ = now;
-    scanned_ = true;
+    ++round_;
   }
-  std::unordered_map<uint64_t, uint64_t> by_pid;  // the live pids only
-  by_pid.reserve(by_pid_.size() + 16);
+  // The live pids, in /proc's order.
+  std::vector<uint64_t> pids;
   if (DIR* d = ::opendir(procfs_.c_str())) {
     while (struct dirent* de = ::readdir(d)) {
-      if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
-      const uint64_t pid = std::strtoull(de->d_name, nullptr, 10);
-      uint64_t ino = 0;
-      auto cached = by_pid_.find(pid);
-      std::string p;
-      if (!full && cached != by_pid_.end()) {
-        ino = cached->second;
-      } else {
-        // readlink is cheaper than stat here and yields "net:[INODE]".
-        char link[64];
-        p = absl::StrCat(procfs_, "/", de->d_name, "/ns/net");
-        ssize_t n = ::readlink(p.c_str(), link, sizeof link - 1);
-        if (n > 5) {
-          link[n] = 0;
-          ino = std::strtoull(link + 5, nullptr, 10);  // skip "net:["
-        }
-      }
-      by_pid[pid] = ino;  // 0 (unreadable) is retried at the next full rescan
-      if (ino == 0 || !seen.insert(ino).second) continue;
-      if (p.empty()) p = absl::StrCat(procfs_, "/", de->d_name, "/ns/net");
-      out.push_back({ino, std::move(p), false});
+      if (de->d_name[0] >= '1' && de->d_name[0] <= '9') pids.push_back(std::strtoull(de->d_name, nullptr, 10));
     }
     ::closedir(d);
+  }
+  auto path_of = [&](uint64_t pid) { return absl::StrCat(procfs_, "/", pid, "/ns/net"); };
+  std::unordered_map<uint64_t, Resolved> by_pid;  // the live pids only
+  by_pid.reserve(pids.size());
+  size_t budget = resolve_per_list_;
+  auto resolve = [&](uint64_t pid) {
+    --budget;
+    // readlink is cheaper than stat here and yields "net:[INODE]".
+    char link[64];
+    Resolved r{0, round_};
+    ssize_t n = ::readlink(path_of(pid).c_str(), link, sizeof link - 1);
+    if (n > 5) {
+      link[n] = 0;
+      r.inode = std::strtoull(link + 5, nullptr, 10);  // skip "net:["
+    }
+    by_pid[pid] = r;
+  };
+  // New pids first (a new pod's namespace), then those resolved before the
+  // last full rescan, longest ago first; the others keep their cached
+  // namespace until their turn.
+  std::vector<std::pair<uint64_t, uint64_t>> stale;  // round, pid
+  for (uint64_t pid : pids) {
+    auto cached = by_pid_.find(pid);
+    if (cached == by_pid_.end()) {
+      if (budget > 0) resolve(pid);
+    } else {
+      by_pid[pid] = cached->second;
+      if (cached->second.round != round_) stale.emplace_back(cached->second.round, pid);
+    }
+  }
+  if (budget > 0 && !stale.empty()) {
+    const size_t n = std::min(budget, stale.size());
+    std::partial_sort(stale.begin(), stale.begin() + static_cast<std::ptrdiff_t>(n), stale.end());
+    for (size_t i = 0; i < n; ++i) resolve(stale[i].second);
+  }
+  for (uint64_t pid : pids) {
+    auto r = by_pid.find(pid);
+    if (r == by_pid.end() || r->second.inode == 0 || !seen.insert(r->second.inode).second) continue;
+    out.push_back({r->second.inode, path_of(pid), false});
   }
   by_pid_.swap(by_pid);
   return out;
 }
 
 std::vector<NetnsRef> ListNetworkNamespaces(const std::string& procfs, const std::vector<std::string>& run_netns_dirs) {
-  return NetnsScanner(procfs, run_netns_dirs, std::chrono::steady_clock::duration::zero()).List();
+  return NetnsScanner(procfs, run_netns_dirs, std::chrono::steady_clock::duration::zero(), SIZE_MAX).List();
 }
 
 std::vector<int> OpenInNamespaces(const std::vector<NetnsRef>& namespaces,
