@@ -349,10 +349,10 @@ class HttpStreamBudgetTest : public HttpStreamTest {
   }
 };
 
-// Readers that take nothing, one after the other: past the budget, those
-// stalled longest are reset, the newest keep their answers, and a client
-// that reads gets the whole of its own meanwhile.
-TEST_F(HttpStreamBudgetTest, PastTheBudgetTheReadersStalledLongestAreReset) {
+// Readers that take nothing, one after the other: past the budget, the
+// oldest (their answers have gone out slowest) are reset, the newest keep
+// theirs, and a client that reads gets the whole of its own meanwhile.
+TEST_F(HttpStreamBudgetTest, PastTheBudgetTheOldestReadersThatTakeNothingAreReset) {
   std::vector<int> slow, ports;
   for (int i = 0; i < 10; ++i) {
     slow.push_back(RequestHuge(port_));
@@ -365,7 +365,7 @@ TEST_F(HttpStreamBudgetTest, PastTheBudgetTheReadersStalledLongestAreReset) {
   for (int p : ports) open += ServerQueued(port_, p) >= 0;
   EXPECT_GE(open, 3);
   EXPECT_LE(open, 5) << "of 10 stalled readers, with room for 5";
-  EXPECT_EQ(ServerQueued(port_, ports.front()), -1) << "the first to stall is reset first";
+  EXPECT_EQ(ServerQueued(port_, ports.front()), -1) << "the first reader is reset first";
   EXPECT_GE(ServerQueued(port_, ports.back()), 0) << "the newest keeps its answer";
 
   int fast = RequestHuge(port_);

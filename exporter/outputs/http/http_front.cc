@@ -262,7 +262,6 @@ void HttpFront::Linger(Conn* c, double deadline) {
   c->watched = 0;
   c->state = Conn::kClosing;
   c->deadline = deadline;
-  c->stalled_since = HttpFrontNow();  // over the budget, those closing longest go first
   Hold(c);
 }
 
@@ -279,17 +278,26 @@ void HttpFront::Hold(Conn* c) {
 }
 
 void HttpFront::Relieve() {
-  // Whom to reset: the client that has taken nothing for the longest. One
-  // that reads waits for the kernel to send what it queued, milliseconds
-  // at a time; a slow reader stalls for seconds from its first full buffer,
-  // and the one that stalled first has held the most for the longest. While
-  // every answer over the budget is still moving, nothing is reset: they
-  // hold their bytes only until they are read.
+  // Whom to reset: of the answers a second old or more, the one that has
+  // gone out slowest (bytes the kernel took over its age); failing those,
+  // the oldest. A reader that takes nothing gets what the buffers absorb
+  // (about 600 KB) and no more, so its rate falls as it ages; one that
+  // reads goes at MB/s. Younger answers are not judged by rate: in its first
+  // milliseconds a reader that reads has had no time to take much. The
+  // state does not matter: an answer whose next piece a worker is rendering
+  // is reset as well (the piece is dropped), or slow readers between two
+  // pieces would leave a reading client the only one to reset.
+  const double now = HttpFrontNow();
+  auto before = [now](const Conn& a, const Conn& b) {  // a is to be reset before b
+    const double age_a = now - a.answer_start, age_b = now - b.answer_start;
+    if ((age_a >= 1) != (age_b >= 1)) return age_a >= 1;
+    if (age_a < 1) return age_a > age_b;
+    return static_cast<double>(a.answer_sent) / age_a < static_cast<double>(b.answer_sent) / age_b;
+  };
   while (held_ > options_.max_held_bytes) {
     Conn* victim = nullptr;
     for (auto& [id, c] : conns_) {
-      if ((c->state != Conn::kWriting && c->state != Conn::kClosing) || c->stalled_since == 0) continue;
-      if (victim == nullptr || c->stalled_since < victim->stalled_since) victim = c.get();
+      if (c->held > 0 && (victim == nullptr || before(*c, *victim))) victim = c.get();
     }
     if (victim == nullptr) return;
     Reset(victim);
@@ -332,7 +340,7 @@ bool HttpFront::ShedOne() {
 }
 
 void HttpFront::Sweep() {
-  Relieve();  // over the budget with nobody stalled at the last piece: maybe someone is now
+  Relieve();  // what inline answers and closing connections added since the last pieces came in
   const double now = HttpFrontNow();
   std::vector<Conn*> expired;
   std::vector<Conn*> taken;  // closing, with nothing left in the kernel to send

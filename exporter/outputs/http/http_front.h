@@ -16,9 +16,9 @@
 // piece once the last is sent. Over max_connections, the oldest connection that is
 // not being served is shed. What slow readers may make the agent and the
 // kernel hold is bounded (docs/threat-model.md "Slow readers"): a fixed send
-// buffer, one budget for all unsent answers past which the reader stalled
-// longest is reset, a reset at the write deadline, and no orphaned socket
-// after the agent's own close.
+// buffer, one budget for all unsent answers past which the slowest reader
+// is reset, a reset at the write deadline, and no orphaned socket after the
+// agent's own close.
 #pragma once
 
 #include <atomic>
@@ -57,7 +57,7 @@ struct FrontOptions {
   // What answers not yet taken by their clients may hold, all connections
   // together: the unsent pieces, their streams' own state (gzip: 270 KB) and,
   // for each, what the kernel may queue (twice send_buffer_bytes). Over it,
-  // the connection whose client has taken nothing for the longest is reset,
+  // the answer that has gone out slowest is reset (HttpFront::Relieve),
   // then the next, until the rest fit: so that no number of slow readers
   // can take the agent's memory past its limit, or the node's TCP memory
   // towards tcp_mem pressure, while clients that read are not held up.
@@ -109,13 +109,12 @@ class HttpFront {
   void Load(Conn* c, std::vector<std::string> bytes, std::unique_ptr<BodyStream> stream);
   void Push(Job job);
   void WriteMore(Conn* c);
-  void Stalled(Conn* c);  // the client took nothing this time: its stall starts now, unless it has
   void Finished(Conn* c);
   void Close(Conn* c);
   void Reset(Conn* c);  // Close() with RST: nothing left queued in the kernel
   void Linger(Conn* c, double deadline);  // shuts the agent's side; kClosing until `deadline`
   void Hold(Conn* c);   // counts what c's answer holds now against the budget
-  void Relieve();       // resets the longest-stalled readers while over the budget
+  void Relieve();       // resets the slowest readers while over the budget
   void TrimAfterBurst();
   void Watch(Conn* c, bool read, bool write);
   bool ShedOne();

@@ -49,11 +49,11 @@ struct HttpFront::Conn {
   bool eof = false;  // the client shut down its sending side
   uint32_t watched = 0;
   // The budget (FrontOptions::max_held_bytes): what this connection's answer
-  // holds, as last counted by Hold(), and since when its client has taken
-  // nothing of it (0: it is taking bytes, or nothing is waiting).
+  // holds, as last counted by Hold(), and how fast it goes out.
   bool answering = false;  // from the answer's first bytes until its last is sent
   size_t held = 0;
-  double stalled_since = 0;
+  double answer_start = 0;   // when the last answer's first bytes were ready
+  uint64_t answer_sent = 0;  // what the kernel has taken of it
 };
 
 }  // namespace sockpressure

@@ -88,6 +88,8 @@ void HttpFront::Queue(Conn* c, std::vector<std::string> bytes, std::unique_ptr<B
   c->keep_alive = keep_alive && !c->eof;
   c->chunked = chunked;
   c->answering = true;
+  c->answer_start = HttpFrontNow();
+  c->answer_sent = 0;
   // Whole-response deadline, stretched for large bodies at 1 MB/s (a 40 MB
   // exposition to a remote scraper) but still bounded against slow readers;
   // each further piece of a stream stretches it by its own size (TakeDone).
@@ -119,12 +121,12 @@ void HttpFront::WriteMore(Conn* c) {
       int n = SSL_write(c->ssl, p, static_cast<int>(std::min<size_t>(left, 1 << 20)));
       if (n <= 0) {
         int err = SSL_get_error(c->ssl, n);
-        if (err != SSL_ERROR_WANT_WRITE && err != SSL_ERROR_WANT_READ) return Close(c);
-        Stalled(c);
-        return Watch(c, err == SSL_ERROR_WANT_READ, err == SSL_ERROR_WANT_WRITE);
+        if (err == SSL_ERROR_WANT_WRITE) return Watch(c, false, true);
+        if (err == SSL_ERROR_WANT_READ) return Watch(c, true, false);
+        return Close(c);
       }
       c->out_off += static_cast<size_t>(n);
-      c->stalled_since = 0;
+      c->answer_sent += static_cast<uint64_t>(n);
     } else {
       // MSG_MORE while more follows (the next segment, or the next piece):
       // a chunk-size line goes out in one segment with its piece, and no
@@ -132,15 +134,12 @@ void HttpFront::WriteMore(Conn* c) {
       const bool more = c->seg + 1 < c->out.size() || c->stream;
       ssize_t n = ::send(c->fd, p, left, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
       if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-          Stalled(c);
-          return Watch(c, false, true);
-        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return Watch(c, false, true);
         if (errno == EINTR) continue;
         return Close(c);
       }
       c->out_off += static_cast<size_t>(n);
-      c->stalled_since = 0;
+      c->answer_sent += static_cast<uint64_t>(n);
     }
   }
   c->out.clear();
@@ -153,13 +152,8 @@ void HttpFront::WriteMore(Conn* c) {
   Hold(c);  // what the kernel may still queue for it, until the answer ends
 }
 
-void HttpFront::Stalled(Conn* c) {
-  if (c->stalled_since == 0) c->stalled_since = HttpFrontNow();
-}
-
 void HttpFront::Finished(Conn* c) {
   c->answering = false;
-  c->stalled_since = 0;
   Hold(c);
   TrimAfterBurst();
   // The client has the rest of the answer's deadline (a second at least) to
