@@ -62,7 +62,13 @@ MetricsEndpoint::MetricsEndpoint(const Sampler* sampler, BuildInfo build, EmitOp
       scrapes_(&prometheus::BuildCounter()
                     .Name("sockpressure_scrapes_total")
                     .Help("Scrapes of the metrics endpoint, by the exposition format served.")
-                    .Register(*registry_)) {}
+                    .Register(*registry_)),
+      resets_(&prometheus::BuildCounter()
+                   .Name("sockpressure_http_responses_reset_total")
+                   .Help("HTTP answers the agent reset (TCP RST) before their client took all of them: reason "
+                         "\"budget\" (unsent answers over their memory budget, the slowest cut first) or "
+                         "\"deadline\" (not taken within the write deadline).")
+                   .Register(*registry_)) {}
 
 bool MetricsEndpoint::WantsProtobuf(absl::string_view accept) {
   // Prometheus sends e.g. "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;
@@ -111,6 +117,11 @@ std::string MetricsEndpoint::RenderSnapshot(const Snapshot& snapshot, bool proto
 
 void MetricsEndpoint::CountRequest(const std::string& handler, int code) {
   requests_->Add({{"handler", handler}, {"code", std::to_string(code)}}).Increment();
+}
+
+void MetricsEndpoint::CountReset(const std::string& reason) {
+  // HttpFront gives only the two reasons: the label stays bounded.
+  resets_->Add({{"reason", reason}}).Increment();
 }
 
 }  // namespace sockpressure

@@ -59,6 +59,7 @@ class MetricsEndpoint : public TelemetryEndpoint {
   std::string RenderSnapshot(const Snapshot& snapshot, bool protobuf) const;
 
   void CountRequest(const std::string& handler, int code) override;
+  void CountReset(const std::string& reason) override;
 
   // Extension point for feature areas (e.g. alerting episodes): each writer
   // appends its own families after the snapshot's, as one part of the
@@ -73,6 +74,7 @@ class MetricsEndpoint : public TelemetryEndpoint {
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Counter>* scrapes_;
+  prometheus::Family<prometheus::Counter>* resets_;
   std::vector<ExtraWriter> extra_writers_;
 };
 

@@ -233,12 +233,14 @@ def test_slow_readers():
         time.sleep(3)
         rss_after = status_kb(a.proc.pid, "VmRSS")
         hwm = status_kb(a.proc.pid, "VmHWM")
+        resets = {l.split('"')[1]: float(l.split()[-1])
+                  for l in metric_lines(a.port, "sockpressure_http_responses_reset_total")}
         mib = 1024.0
         print(f"     150 + 150 readers at 4 B/s, 10,000 cgroups: RSS {rss0 / mib:.1f} MiB before, peak "
               f"{peak['rss'] / mib:.1f} (VmHWM {hwm / mib:.1f}), {rss_after / mib:.1f} after; largest send queue "
               f"{peak['queued'] // 1024} KiB; answers {[dict(x) for x in answers]}; ended {[dict(e) for e in ended]}; "
               f"worst /healthz {worst['/healthz'] * 1000:.0f} ms, /metrics {worst['/metrics'] * 1000:.0f} ms; "
-              f"probe answers {dict(collections.Counter(codes))}; {time.time() - t0:.1f} s")
+              f"probe answers {dict(collections.Counter(codes))}; resets counted {resets}; {time.time() - t0:.1f} s")
         check(all(x.get("200", 0) == 150 for x in answers), "every slow reader got its answer begun (200)")
         # The kernel counts twice SO_SNDBUF (256 KiB) and lets one more 64 KiB segment in past it.
         check(0 < peak["queued"] <= 576 * 1024,
@@ -259,6 +261,8 @@ def test_slow_readers():
         check(rss_after - rss0 < 16 * 1024, "the memory is given back once the readers are gone")
         check(all(e.get("reset", 0) == 150 for e in ended),
               "every slow reader is reset (RST) by the write deadline or the budget, none left to an orphan")
+        check(sum(resets.values()) >= 300,
+              "each reset is counted in sockpressure_http_responses_reset_total, by reason")
         # /metrics: within Prometheus' default scrape timeout even when other tests load this 2-core host (0.1-0.5 s
         # measured on a quiet one; before, 15 s and most JSON readers got nothing).
         check(all(c == 200 for c in codes) and worst["/healthz"] < 1.0 and worst["/metrics"] < 10.0,

@@ -119,6 +119,45 @@ class Repeat final : public BodyStream {
   size_t size_;
 };
 
+// An answer its client never reads is reset at the write deadline (1 s, plus
+// 1 s per MB of what was sent), and /metrics says so, by reason. Like the
+// request counter, a series appears with its first count: the exposition of
+// an agent nobody troubled stays as it was.
+TEST_F(HttpServerTest, AResetAnswerIsCountedByReason) {
+  StartServer({}, 1, [](HttpServer& server) {
+    server.GetStreamed("/big", [](const httplib::Request&, HttpResponse* out) {
+      *out = {200, {{"Content-Type", "text/plain"}}, ""};
+      out->stream = std::make_unique<Repeat>(40, 100000);  // 4 MB: more than the kernel's buffers take
+    });
+  });
+  const std::string metric = "sockpressure_http_responses_reset_total{reason=";
+  auto before = client_->Get("/metrics");
+  ASSERT_TRUE(before);
+  EXPECT_FALSE(absl::StrContains(before->body, metric)) << "nothing reset yet";
+
+  int fd = testing::ConnectLoopback(server_->port(), 5);
+  ASSERT_GE(fd, 0);
+  const std::string req = "GET /big HTTP/1.1\r\nHost: a\r\n\r\n";
+  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  // Nothing read for 4 s: the deadline is about 1.7 s (1 s, and 0.7 s for
+  // what the kernel's buffers took).
+  absl::SleepFor(absl::Seconds(4));
+  char buf[1 << 16];
+  ssize_t n = 0;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) {
+  }
+  EXPECT_EQ(n, -1);
+  EXPECT_EQ(errno, ECONNRESET);
+  ::close(fd);
+
+  sampler_->SampleOnce();  // the counters are rendered with the next snapshot
+  auto after = client_->Get("/metrics");
+  ASSERT_TRUE(after);
+  EXPECT_TRUE(absl::StrContains(after->body, metric + "\"deadline\"} 1"));
+  EXPECT_FALSE(absl::StrContains(after->body, metric + "\"budget\"}"));
+  EXPECT_TRUE(absl::StrContains(after->body, "# HELP sockpressure_http_responses_reset_total HTTP answers"));
+}
+
 TEST_F(HttpServerTest, AStreamedRouteAnswersInChunksBehindBasicAuth) {
   struct crypt_data data {};
   char salt[64];

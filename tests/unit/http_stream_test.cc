@@ -107,8 +107,13 @@ class HttpStreamTest : public ::testing::Test {
     auto socket = ListenSocket::Open("127.0.0.1:0", WebConfig{});
     ASSERT_TRUE(socket.ok()) << socket.status();
     port_ = (*socket)->port();
+    FrontOptions options = Options();
+    options.on_reset = [this](const char* reason) {
+      ++(std::string(reason) == "budget" ? budget_resets_ : std::string(reason) == "deadline" ? deadline_resets_
+                                                                                              : other_resets_);
+    };
     front_ = std::make_unique<HttpFront>(
-        Options(), [](const RequestHead&, HttpResponse*) { return false; },
+        std::move(options), [](const RequestHead&, HttpResponse*) { return false; },
         [this](const RequestHead& head, HttpResponse* r) {
           r->headers = {{"Content-Type", "text/plain"}};
           if (head.path == "/big") r->stream = std::make_unique<Pieces>(8, 200000, &produced_);
@@ -131,6 +136,7 @@ class HttpStreamTest : public ::testing::Test {
 
   int port_ = 0;
   std::atomic<int> produced_{0};
+  std::atomic<int> budget_resets_{0}, deadline_resets_{0}, other_resets_{0};  // FrontOptions::on_reset
   Gate gate_;
   std::unique_ptr<HttpFront> front_;
 };
@@ -385,6 +391,8 @@ TEST_F(HttpStreamDeadlineTest, AResponsePastItsWriteDeadlineIsResetLeavingNoOrph
   // The client gets what arrived before the reset, then the reset.
   EXPECT_EQ(DrainToEnd(fd), ECONNRESET);
   ::close(fd);
+  EXPECT_EQ(deadline_resets_.load(), 1) << "counted, with its reason";
+  EXPECT_EQ(budget_resets_.load() + other_resets_.load(), 0);
 }
 
 class HttpStreamBudgetTest : public HttpStreamTest {
@@ -482,6 +490,8 @@ TEST_F(HttpStreamGatedBudgetTest, AReaderThatReadsIsNotResetWhileSlowReadersWait
   EXPECT_EQ(ServerQueued(port_, ports.front()), -1) << "the slowest (all alike: the oldest) first";
   EXPECT_EQ(DrainToEnd(gated.front()), ECONNRESET);
   for (int fd : gated) ::close(fd);
+  EXPECT_EQ(budget_resets_.load(), reset) << "each counted, with its reason";
+  EXPECT_EQ(deadline_resets_.load() + other_resets_.load(), 0);
 }
 
 // 30 readers stalled on pieces of /huge hold 23 MB (their pieces and what

@@ -300,6 +300,7 @@ void HttpFront::Relieve() {
       if (c->held > 0 && (victim == nullptr || before(*c, *victim))) victim = c.get();
     }
     if (victim == nullptr) return;
+    if (options_.on_reset) options_.on_reset("budget");
     Reset(victim);
   }
 }
@@ -354,6 +355,7 @@ void HttpFront::Sweep() {
   for (Conn* c : taken) Close(c);
   for (Conn* c : expired) {
     if (c->state == Conn::kWriting || c->state == Conn::kClosing) {
+      if (options_.on_reset) options_.on_reset("deadline");
       Reset(c);  // the client took too long to read its answer, or to close after it
       continue;
     }

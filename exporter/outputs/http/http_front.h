@@ -62,6 +62,12 @@ struct FrontOptions {
   // can take the agent's memory past its limit, or the node's TCP memory
   // towards tcp_mem pressure, while clients that read are not held up.
   size_t max_held_bytes = 64 << 20;
+  // Told of each answer the front resets (RST) before its client took all
+  // of it, and why: "budget" (over max_held_bytes, the slowest first) or
+  // "deadline" (past its write deadline, or its client did not close in
+  // time after the last byte). Those cut by Stop() are not told. Runs on
+  // the I/O thread: it must be cheap and thread-safe.
+  std::function<void(const char* reason)> on_reset;
 };
 
 // Thread-safety: Start() and Stop() from one thread; handlers run on the I/O

@@ -153,6 +153,7 @@ absl::Status HttpServer::Start() {
   fo.request_timeout_seconds = options_.timeout_seconds;
   fo.write_timeout_seconds = options_.timeout_seconds;
   fo.max_requests = options_.max_requests;
+  fo.on_reset = [this](const char* reason) { telemetry_->CountReset(reason); };
   front_ = std::make_unique<HttpFront>(
       fo, [this](const RequestHead& h, HttpResponse* r) { return ServeInline(h, r); },
       [this](const RequestHead& h, HttpResponse* r) { Serve(h, r); },

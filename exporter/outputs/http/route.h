@@ -43,6 +43,9 @@ class TelemetryEndpoint {
   virtual void Serve(const RequestHead& request, HttpResponse* response) = 0;
   // `handler` is a bounded label value: "metrics", a route's path or "other".
   virtual void CountRequest(const std::string& handler, int code) = 0;
+  // An answer reset before its client took it all; `reason` is "budget" or
+  // "deadline" (FrontOptions::on_reset).
+  virtual void CountReset(const std::string& reason) = 0;
 };
 
 }  // namespace sockpressure
