@@ -3,11 +3,14 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <memory>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "exporter/common/deadline_cutter.h"
 #include "exporter/common/file_reader.h"
 #include "exporter/common/logging.h"
 
@@ -44,7 +47,7 @@ absl::StatusOr<ParsedUrl> ParseUrl(const std::string& url) {
   return out;
 }
 
-absl::StatusOr<std::string> FetchOnce(const KubeletOptions& options, const ParsedUrl& url) {
+absl::StatusOr<std::string> FetchOnce(const KubeletOptions& options, const ParsedUrl& url, DeadlineCutter* cutter) {
   // A new client per list: lists are rare (seconds apart at most), and a
   // fresh client re-reads a rotated CA bundle and never reuses a connection
   // the kubelet already closed.
@@ -54,6 +57,9 @@ absl::StatusOr<std::string> FetchOnce(const KubeletOptions& options, const Parse
   cli.set_connection_timeout(std::min<std::chrono::microseconds>(timeout, std::chrono::seconds(2)));
   cli.set_read_timeout(timeout);
   cli.set_write_timeout(timeout);
+  // Those are per recv() and send(): the cutter holds the whole request to
+  // the timeout (a kubelet that trickles held the identity thread for good).
+  cli.set_socket_options([cutter](socket_t fd) { cutter->Watch(fd); });
   if (url.https) {
     cli.enable_server_certificate_verification(!options.insecure_skip_verify);
     if (!options.insecure_skip_verify && !options.ca_file.empty()) {
@@ -79,6 +85,7 @@ absl::StatusOr<std::string> FetchOnce(const KubeletOptions& options, const Parse
   std::string body;
   bool too_big = false;
   httplib::Headers headers = {{"Accept", "application/json"}};
+  cutter->Arm(std::chrono::steady_clock::now() + timeout);
   httplib::Result res = cli.Get(url.path, headers, [&](const char* data, size_t n) {
     if (body.size() + n > kMaxBody) {
       too_big = true;
@@ -87,6 +94,11 @@ absl::StatusOr<std::string> FetchOnce(const KubeletOptions& options, const Parse
     body.append(data, n);
     return true;
   });
+  if (cutter->Disarm()) {
+    return absl::DeadlineExceededError(absl::StrCat("GET ", url.scheme_host_port, url.path,
+                                                    ": no whole answer within --kubelet.timeout (",
+                                                    absl::FormatDuration(options.timeout), "), cut short"));
+  }
   if (too_big) return absl::ResourceExhaustedError(absl::StrCat("pod list larger than ", kMaxBody >> 20, " MiB: not read further (no node has that many pods)"));
   if (!res) {
     std::string why = httplib::to_string(res.error());
@@ -119,6 +131,8 @@ void RegisterKubeletFlags(FlagSet* flags, KubeletOptions* options) {
   flags->String("kubelet.ca-file", &options->ca_file, "CA bundle that signed the kubelet's serving certificate.");
   flags->Bool("kubelet.insecure-skip-verify", &options->insecure_skip_verify,
               "Do not verify the kubelet's TLS certificate (self-signed kubelet certificates).");
+  flags->Duration("kubelet.timeout", &options->timeout,
+                  "One request to the kubelet, whole: connect, TLS handshake, the answer's head and body.");
   flags->String("kubelet.pods-file", &options->pods_file,
                 "Read the PodList JSON from this file instead of the kubelet (testing, debugging).");
 }
@@ -135,9 +149,13 @@ std::string EffectiveKubeletUrl(const std::string& flag, const char* node_ip) {
 
 PodListFetcher KubeletPodListFetcher(const KubeletOptions& options, const std::string& url) {
   absl::StatusOr<ParsedUrl> parsed = ParseUrl(url);
-  return [options, parsed]() -> absl::StatusOr<std::string> {
+  // Made here, on the caller's thread: the fetching thread may not create
+  // threads once its filter is on. Shared by the fetcher's copies, which
+  // fetch one at a time (PodListFetcher runs on one thread).
+  auto cutter = std::make_shared<DeadlineCutter>("sp-kubelet-dl");
+  return [options, parsed, cutter]() -> absl::StatusOr<std::string> {
     if (!parsed.ok()) return parsed.status();
-    return FetchOnce(options, *parsed);
+    return FetchOnce(options, *parsed, cutter.get());
   };
 }
 
@@ -163,6 +181,9 @@ absl::StatusOr<std::unique_ptr<KubeIdentityResolver>> StartKubeIdentity(const Ku
     }
     absl::StatusOr<ParsedUrl> parsed = ParseUrl(url);
     if (!parsed.ok()) return parsed.status();
+    if (options.timeout <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError("--kubelet.timeout must be positive: every request would be cut at once");
+    }
     if (options.insecure_skip_verify && parsed->https) {
       SP_LOG_WARN("kubernetes identity: --kubelet.insecure-skip-verify: the kubelet's certificate is not checked");
     }

@@ -22,6 +22,7 @@ struct KubeletOptions {
   // Read the PodList from this file instead of the kubelet (tests, debugging
   // with `curl .../pods > FILE` or `kubectl get pods -o json`).
   std::string pods_file;
+  // One request, whole (connect, TLS, head and body): past it, it is cut.
   absl::Duration timeout = absl::Seconds(5);
 };
 
@@ -33,6 +34,8 @@ std::string EffectiveKubeletUrl(const std::string& flag, const char* node_ip);
 
 // Fetches `url` (already effective). The token and CA files are read on each
 // call, so rotated service-account tokens are picked up. Thread-compatible.
+// Starts a thread (sp-kubelet-dl) that cuts a request at options.timeout,
+// which ends with the last copy of the fetcher.
 PodListFetcher KubeletPodListFetcher(const KubeletOptions& options, const std::string& url);
 PodListFetcher FilePodListFetcher(const std::string& path);
 

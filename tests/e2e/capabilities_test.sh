@@ -65,7 +65,7 @@ run_config() {
     # The threads that parse what clients and peers send run under a
     # system-call allow-list (seccomp mode 2, filter).
     case "$comm" in
-      sp-http|sp-http-work|sp-kubelet|sp-alertmgr|sp-alertmgr-dl)
+      sp-http|sp-http-work|sp-kubelet|sp-kubelet-dl|sp-alertmgr|sp-alertmgr-dl)
         [ "$seccomp" = 2 ] || fail "$name: thread $tid ($comm) Seccomp $seccomp, want 2 (filter)";;
     esac
     if [ "$tid" != "$pid" ]; then

@@ -3,9 +3,15 @@
 // the openssl CLI, bearer token checks and rotation, kubelet down then up.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -195,6 +201,193 @@ TEST_F(KubeletTlsTest, KubeletDownThenUp) {
   }
   EXPECT_EQ(labels, (LabelPairs{{"namespace", "default"}, {"pod", "web-0"}}));
   EXPECT_GE(server_->requests(), 1);
+}
+
+// A kubelet on loopback that answers GET /pods over plain TCP, whole or a
+// byte a second: the response head, the body after a whole head, or, to an
+// https:// client, a TLS record that never completes. A byte a second never
+// trips a timeout per recv(). It gives up on a client after 15 s, so that
+// a client without a total deadline fails its test rather than hanging it.
+class TricklingKubelet {
+ public:
+  enum Mode { kWhole, kHead, kBody, kHandshake };
+  explicit TricklingKubelet(std::string body) : body_(std::move(body)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(listener_, 8) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
+      return;
+    }
+    port_ = ntohs(sa.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~TricklingKubelet() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    ::close(listener_);
+  }
+  int port() const { return port_; }
+  void SetMode(Mode m) { mode_ = m; }
+
+ private:
+  // Waits up to `ms` for `fd` to be readable; false once stop_ is set.
+  bool WaitReadable(int fd, int ms) {
+    for (int waited = 0; waited < ms && !stop_; waited += 50) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, std::min(50, ms - waited)) > 0) return true;
+    }
+    return false;
+  }
+  // One byte a second until all is sent, the client goes away, or 15 s.
+  void Trickle(int fd, const std::string& bytes) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    for (char b : bytes) {
+      if (std::chrono::steady_clock::now() > give_up) return;
+      if (::send(fd, &b, 1, MSG_NOSIGNAL) != 1) return;
+      if (WaitReadable(fd, 1000)) {
+        char sink[4096];
+        if (::recv(fd, sink, sizeof sink, MSG_DONTWAIT) <= 0) return;  // the client cut the request
+      }
+      if (stop_) return;
+    }
+  }
+  void Serve() {
+    while (!stop_) {
+      if (!WaitReadable(listener_, 100)) continue;
+      int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      std::string in;
+      char buf[4096];
+      const Mode mode = mode_;
+      // The request head; a TLS client's hello is answered as it comes.
+      while (mode == kHandshake ? in.empty() : in.find("\r\n\r\n") == std::string::npos) {
+        if (!WaitReadable(fd, 5000)) break;
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        in.append(buf, static_cast<size_t>(n));
+      }
+      const std::string head = absl::StrCat("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ",
+                                            body_.size(), "\r\nConnection: close\r\n\r\n");
+      if (mode == kWhole) {
+        const std::string all = head + body_;
+        (void)!::send(fd, all.data(), all.size(), MSG_NOSIGNAL);
+        ::shutdown(fd, SHUT_WR);
+        WaitReadable(fd, 2000);  // the client's close, so that it reads the answer before any reset
+      } else if (mode == kHead) {
+        Trickle(fd, head + body_);
+      } else if (mode == kBody) {
+        (void)!::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+        Trickle(fd, body_);
+      } else {
+        // A handshake record header announcing 16 KiB, then its bytes, slowly.
+        Trickle(fd, std::string("\x16\x03\x03\x40\x00", 5) + std::string(1 << 14, '\0'));
+      }
+      ::close(fd);
+    }
+  }
+
+  std::string body_;
+  int listener_ = -1;
+  int port_ = -1;
+  std::atomic<bool> stop_{false};
+  std::atomic<Mode> mode_{kWhole};
+  std::thread thread_;
+};
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// httplib's timeouts are per recv(): a kubelet that sends a byte a second
+// held the request, and the identity thread, for as long as it went on.
+// The whole request now ends at the timeout (2 s here), with an error that
+// names it; the same fetcher lists pods once the kubelet answers again.
+TEST_F(KubeletTlsTest, AKubeletThatTricklesIsCutAtTheTimeout) {
+  std::signal(SIGPIPE, SIG_IGN);  // as main() does: OpenSSL writes to a cut socket with write(2)
+  TricklingKubelet kubelet(testing::ReadAll(testing::FixturePath("pods-containerd.json")));
+  ASSERT_GT(kubelet.port(), 0);
+  const std::string http = absl::StrCat("http://127.0.0.1:", kubelet.port(), "/pods");
+  const std::string https = absl::StrCat("https://127.0.0.1:", kubelet.port(), "/pods");
+  struct Case {
+    const char* what;
+    TricklingKubelet::Mode mode;
+    std::string url;
+  };
+  for (const Case& c : {Case{"head", TricklingKubelet::kHead, http}, Case{"body", TricklingKubelet::kBody, http},
+                        Case{"TLS handshake", TricklingKubelet::kHandshake, https}}) {
+    SCOPED_TRACE(c.what);
+    kubelet.SetMode(c.mode);
+    PodListFetcher fetch = KubeletPodListFetcher(options_, c.url);
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<std::string> body = fetch();
+    const double took = SecondsSince(t0);
+    ASSERT_FALSE(body.ok()) << "a trickled answer was taken";
+    EXPECT_GE(took, 1.9) << body.status();
+    EXPECT_LT(took, 3.0) << "the timeout is 2 s; " << body.status();
+    EXPECT_EQ(body.status().code(), absl::StatusCode::kDeadlineExceeded) << body.status();
+    EXPECT_TRUE(absl::StrContains(body.status().message(), "--kubelet.timeout (2s)")) << body.status();
+
+    kubelet.SetMode(TricklingKubelet::kWhole);
+    if (c.mode == TricklingKubelet::kHandshake) continue;  // a plain-TCP kubelet answers no https:// client
+    body = fetch();
+    ASSERT_TRUE(body.ok()) << body.status();
+    EXPECT_TRUE(ParsePodList(*body).ok());
+  }
+}
+
+// The identity thread (under its seccomp filter, which forbids new
+// threads) meets the timeout too, keeps the last list meanwhile, and takes
+// the next one once the kubelet behaves.
+TEST_F(KubeletTlsTest, TheIdentityKeepsItsLastListWhileTheKubeletTrickles) {
+  std::signal(SIGPIPE, SIG_IGN);  // as main() does: OpenSSL writes to a cut socket with write(2)
+  TricklingKubelet kubelet(testing::ReadAll(testing::FixturePath("pods-containerd.json")));
+  ASSERT_GT(kubelet.port(), 0);
+  KubeIdentityOptions fast;
+  fast.min_refresh_interval = absl::Milliseconds(20);
+  fast.initial_backoff = absl::Milliseconds(50);
+  fast.max_backoff = absl::Milliseconds(100);
+  fast.settle = absl::Hours(1);  // a cgroup of a pod not listed asks for a list at each Resolve
+  KubeletOptions o = options_;
+  o.url = absl::StrCat("http://127.0.0.1:", kubelet.port(), "/pods");
+  absl::StatusOr<std::unique_ptr<KubeIdentityResolver>> r = StartKubeIdentity(o, nullptr, fast);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_NE(*r, nullptr);
+  KubeIdentityResolver& identity = **r;
+  ASSERT_TRUE(identity.WaitForFirstAttempt(absl::Seconds(5)));
+  ASSERT_EQ(identity.stats().successes, 1u);
+  const std::string pod =
+      "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6f1c2a4e_8b3d_4c5e_9f7a_1b2c3d4e5f60.slice";
+  const LabelPairs web0{{"namespace", "default"}, {"pod", "web-0"}};
+  EXPECT_EQ(identity.Resolve(pod), web0);
+  const std::string unlisted =
+      "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod00000000_0000_0000_0000_000000000000.slice";
+
+  for (TricklingKubelet::Mode mode : {TricklingKubelet::kHead, TricklingKubelet::kBody}) {
+    SCOPED_TRACE(mode == TricklingKubelet::kHead ? "head" : "body");
+    kubelet.SetMode(mode);
+    const KubeIdentityResolver::Stats before = identity.stats();
+    const auto t0 = std::chrono::steady_clock::now();
+    identity.Resolve(unlisted);  // asks for a list
+    while (identity.stats().failures == before.failures && SecondsSince(t0) < 20) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const double took = SecondsSince(t0);
+    EXPECT_EQ(identity.stats().failures, before.failures + 1);
+    EXPECT_LT(took, 3.0) << "the timeout is 2 s";
+    EXPECT_EQ(identity.Resolve(pod), web0) << "the last list, kept";
+
+    kubelet.SetMode(TricklingKubelet::kWhole);
+    const auto t1 = std::chrono::steady_clock::now();
+    while (identity.stats().successes == before.successes && SecondsSince(t1) < 10) {
+      identity.Resolve(unlisted);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(identity.stats().successes, before.successes + 1) << "the next list, once the kubelet behaves";
+    EXPECT_EQ(identity.Resolve(pod), web0);
+  }
 }
 
 TEST(KubeletFlagsTest, EffectiveUrl) {
