@@ -10,7 +10,7 @@ EpisodePreconditions PreconditionsOf(const Snapshot& s) {
   EpisodePreconditions pre;
   pre.swap_enabled = s.swap_enabled;
   pre.socket_accounting_enabled = s.socket_accounting_enabled;
-  if (s.node.mglru_caps) pre.mglru_enabled = (*s.node.mglru_caps & 1) != 0;
+  if (s.node.mglru_caps) pre.mglru_enabled = s.node.MglruOn();
   pre.cgroup_mode = s.cgroup_mode;
   pre.kernel_release = s.node.kernel_release.value_or("");
   pre.signal_tier = s.signal_tier;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "exporter/common/bytes_format.h"
 #include "exporter/commands/doctor_node.h"
 #include "exporter/sampler/sampler.h"
 #include "exporter/state/remedy.h"
@@ -18,7 +19,6 @@ namespace sockpressure {
 namespace {
 
 using doctor::IsV1;
-using doctor::Size;
 
 std::string Who(const CgroupView& c) {
   std::string pod = NamespacedPod(LabelValue(c.identity, "namespace"), LabelValue(c.identity, "pod"));
@@ -140,9 +140,9 @@ void ReportFinding(const Finding& f, std::string* r) {
   if (f.throttled_delta > 0) facts.push_back(absl::StrCat("sock_throttled +", f.throttled_delta));
   const CgroupLimits& limits = LimitsOf(c.limits);
   if (limits.memory_current && limits.memory_limit()) {
-    facts.push_back(absl::StrCat("memory ", Size(*limits.memory_current), " of max ", Size(*limits.memory_limit())));
+    facts.push_back(absl::StrCat("memory ", HumanBytes(*limits.memory_current), " of max ", HumanBytes(*limits.memory_limit())));
   }
-  if (c.swap_bytes && *c.swap_bytes > 0) facts.push_back(absl::StrCat("swap ", Size(*c.swap_bytes)));
+  if (c.swap_bytes && *c.swap_bytes > 0) facts.push_back(absl::StrCat("swap ", HumanBytes(*c.swap_bytes)));
   absl::StrAppend(r, "  - ", Who(c), ": ", absl::StrJoin(facts, "; "), "\n");
   if (f.inherited_below > 0) {
     absl::StrAppend(r, "      and ", f.inherited_below, " cgroup(s) below it inherit the pressure\n");

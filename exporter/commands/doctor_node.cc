@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "exporter/common/bytes_format.h"
 
 namespace sockpressure::doctor {
 namespace {
@@ -89,22 +90,9 @@ std::string CgroupModeLine(const Snapshot& s) {
 
 }  // namespace
 
-std::string Size(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return absl::StrFormat("%.1f %s", v, units[u]);
-}
-
 bool IsV1(const Snapshot& s) {
   return s.cgroup_mode == CgroupMode::kLegacy || (!s.cgroups.empty() && s.cgroups.front().v1);
 }
-
-bool MglruOn(const Snapshot& s) { return s.node.mglru_caps && (*s.node.mglru_caps & 1); }
 
 // Kernel, cgroup mode, swap, reclaim, socket accounting and global tcp_mem:
 // the conditions false socket pressure needs.
@@ -114,8 +102,8 @@ void ReportNode(const Snapshot& s, std::string* r) {
   absl::StrAppend(r, "  cgroup mode        ", CgroupModeLine(s), "\n");
   if (s.node.swaps && s.swap_enabled) {
     const Swaps& sw = *s.node.swaps;
-    absl::StrAppend(r, "  swap               on: ", sw.devices, " area(s), ", Size(sw.size_bytes), ", ",
-                    Size(sw.used_bytes),
+    absl::StrAppend(r, "  swap               on: ", sw.devices, " area(s), ", HumanBytes(sw.size_bytes), ", ",
+                    HumanBytes(sw.used_bytes),
                     " used. Reclaim scans anon pages it cannot free quickly: the usual precondition for false "
                     "socket pressure\n");
   } else if (s.node.swaps) {
@@ -123,7 +111,7 @@ void ReportNode(const Snapshot& s, std::string* r) {
   } else {
     absl::StrAppend(r, "  swap               unknown (no /proc/swaps)\n");
   }
-  const bool mglru_on = MglruOn(s);
+  const bool mglru_on = s.node.MglruOn();
   if (s.node.mglru_caps) {
     absl::StrAppend(r, "  reclaim            ", mglru_on ? "MGLRU on" : "MGLRU off (classic active/inactive LRUs)",
                     absl::StrFormat(" (lru_gen/enabled 0x%04x): ", *s.node.mglru_caps),

@@ -18,9 +18,5 @@ void ReportCollectors(const Snapshot& s, std::string* r);
 
 // The memory controller is on cgroup v1 (or the walk found v1 cgroups).
 bool IsV1(const Snapshot& s);
-// Reclaim runs MGLRU (lru_gen/enabled has its base bit).
-bool MglruOn(const Snapshot& s);
-// "1.5 GiB": bytes for a human.
-std::string Size(uint64_t bytes);
 
 }  // namespace sockpressure::doctor

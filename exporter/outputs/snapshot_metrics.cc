@@ -158,7 +158,7 @@ void WriteNode(const Snapshot& s, MetricWriter& out) {
                     "without CONFIG_LRU_GEN. It changes which pages reclaim scans, and so how often hot anonymous "
                     "memory is scanned without being reclaimed, which arms socket pressure (measured per kernel: "
                     "README).",
-                    MetricKind::kGauge, (*n.mglru_caps & 1) ? 1 : 0);
+                    MetricKind::kGauge, n.MglruOn() ? 1 : 0);
   }
   if (n.nosocket) {
     WriteNodeSeries(out, "sockpressure_node_socket_accounting_enabled",

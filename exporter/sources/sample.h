@@ -87,6 +87,8 @@ struct NodeReading {
   // without CONFIG_LRU_GEN. With MGLRU on, hot anon sits in the youngest generation and is not
   // scanned, so the scan-without-reclaim that arms socket pressure does not happen there.
   std::optional<uint32_t> mglru_caps;
+  // Reclaim runs MGLRU (lru_gen/enabled has its base bit): the one test of it.
+  bool MglruOn() const { return mglru_caps && (*mglru_caps & 1); }
   std::optional<Swaps> swaps;
   std::map<std::string, uint64_t, std::less<>> tcp_ext;   // /proc/net/netstat TcpExt
   std::optional<uint64_t> tcp_mem_pages;                  // sockstat "TCP: mem"

@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "exporter/common/bytes_format.h"
 
 namespace sockpressure {
 namespace {
@@ -28,8 +29,6 @@ constexpr const char* kLabNosocket =
     "lab, 6.1: reclaim still scanned without reclaiming (5,883,614 pages, 73 freed) but nothing was throttled: "
     "20,761 kB/s";
 
-std::string Mib(uint64_t bytes) { return absl::StrFormat("%.0f MiB", static_cast<double>(bytes) / (1 << 20)); }
-
 bool Unset(const std::optional<uint64_t>& v) { return !v || *v == 0; }
 
 // Swap is on and may take this cgroup's anon pages.
@@ -37,12 +36,12 @@ void SwapRemedies(const Snapshot& s, const CgroupView& c, const CgroupLimits& li
   if (!s.swap_enabled) return;
   std::string swap = "swap on";
   if (s.node.swaps) {
-    absl::StrAppend(&swap, " (", s.node.swaps->devices, " area(s), ", Mib(s.node.swaps->used_bytes), " used)");
+    absl::StrAppend(&swap, " (", s.node.swaps->devices, " area(s), ", HumanBytes(s.node.swaps->used_bytes), " used)");
   }
   if (!c.v1 && !(limits.swap_max && *limits.swap_max == 0)) {
     const std::string max = !limits.swap_max                   ? "not read"
                             : *limits.swap_max == UINT64_MAX ? "max (unset)"
-                                                             : Mib(*limits.swap_max);
+                                                             : HumanBytes(*limits.swap_max);
     out->push_back({"swap_max", absl::StrCat("set memory.swap.max=0 on ", c.path.str()),
                     absl::StrCat(swap, "; its memory.swap.max is ", max,
                                  "; cost: its anon can no longer be swapped, so it reaches memory.max (OOM) sooner"),
@@ -53,7 +52,7 @@ void SwapRemedies(const Snapshot& s, const CgroupView& c, const CgroupLimits& li
 }
 
 void MglruRemedy(const Snapshot& s, std::vector<Remedy>* out) {
-  if (!s.node.mglru_caps || (*s.node.mglru_caps & 1)) return;
+  if (!s.node.mglru_caps || s.node.MglruOn()) return;
   const std::string release = s.node.kernel_release.value_or("");
   out->push_back({"mglru", "turn MGLRU on (echo y > /sys/kernel/mm/lru_gen/enabled)",
                   absl::StrFormat("lru_gen present but off (0x%04x); cost: another reclaim algorithm for the whole "
@@ -73,7 +72,7 @@ void LowRemedy(const CgroupView& c, const CgroupLimits& limits, std::vector<Reme
   std::string evidence = absl::StrFormat("memory.low and memory.min unset; reclaim left %.0f%% of its scanned pages",
                                          *c.best.ratio * 100);
   if (c.anon_bytes && limits.memory_current) {
-    absl::StrAppend(&evidence, "; anon ", Mib(*c.anon_bytes), " of memory.current ", Mib(*limits.memory_current));
+    absl::StrAppend(&evidence, "; anon ", HumanBytes(*c.anon_bytes), " of memory.current ", HumanBytes(*limits.memory_current));
   }
   absl::StrAppend(&evidence, "; cost: the protection is taken from the other cgroups");
   out->push_back({"memory_low", absl::StrCat("set memory.low (or memory.min) of ", c.path.str(),

@@ -51,12 +51,12 @@ TEST(RemedyTest, SwapOnAndNoSwapMaxFitsFirstThenTheNodeWideOnes) {
   std::vector<Remedy> r = n.Fitting();
   EXPECT_EQ(Keys(r), (std::vector<std::string>{"swap_max", "swap_off", "mglru", "memory_low", "nosocket"}));
   EXPECT_EQ(r[0].action, "set memory.swap.max=0 on /kubepods.slice/proxy.scope");
-  EXPECT_TRUE(absl::StrContains(r[0].evidence, "swap on (1 area(s), 240 MiB used); its memory.swap.max is max (unset)"))
+  EXPECT_TRUE(absl::StrContains(r[0].evidence, "swap on (1 area(s), 240.0 MiB used); its memory.swap.max is max (unset)"))
       << r[0].evidence;
   EXPECT_TRUE(absl::StrContains(r[2].evidence, "lru_gen present but off (0x0000)")) << r[2].evidence;
   EXPECT_TRUE(absl::StartsWith(r[2].effect, "lab, 6.1: with MGLRU on the throttled cgroup was not scanned")) << r[2].effect;
-  EXPECT_TRUE(absl::StrContains(r[3].evidence, "reclaim left 100% of its scanned pages; anon 380 MiB of memory.current "
-                                               "400 MiB"))
+  EXPECT_TRUE(absl::StrContains(r[3].evidence, "reclaim left 100% of its scanned pages; anon 380.0 MiB of memory.current "
+                                               "400.0 MiB"))
       << r[3].evidence;
   EXPECT_EQ(r.back().action, "last resort: boot with cgroup.memory=nosocket");
 }
