@@ -23,6 +23,8 @@ BUILD_PKGS=(
 TEST_PKGS=(
   prometheus prometheus-alertmanager prometheus-node-exporter yamllint python3 python3-jsonschema jsonnet
   chromium openssl curl iproute2 procps psmisc
+  # The lab's proxy condition also needs fio and nginx: tests/lab/build-guest downloads their debs
+  # (apt-get download) and unpacks them for the guest, never installs them (nginx would start here).
   qemu-system-x86 busybox-static e2fsprogs cpio kmod zstd xz-utils gzip util-linux binutils systemd
   clang-14 libclang-rt-14-dev
   mmdebstrap buildah  # the release image (scripts/build-image.sh), without a registry

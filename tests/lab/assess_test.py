@@ -328,5 +328,65 @@ class FallbackCoverageTest(unittest.TestCase):
                                                      self.control_with_kprobe_agent()))
 
 
+
+def proxy_boot(**extra):
+    """The reporter's workload as recorded on 6.1 (2026-12-04): the proxy's upstream socket clamped in
+    8 of 11 ss samples, quiet in the control phase, B (fio) under socket pressure with no socket, and
+    doctor naming /lab/A with memory.swap.max=0 first."""
+    r = boot("swap", "6.1", "off", True, True, run="proxy", condition="proxy", group="proxy", expect="throttled",
+             recv_kBps=1117.0, control_kBps=3650.0, control_checks=6, control_clamped=0, ss_clamped=8,
+             ss_samples=11, control_end_s=57.9, webhook=[(120.0, "firing", "SockPressureTCPThrottled", A)],
+             control_agent={"ok": True, "values": {"A memcg_socket_pressure_events_total": 0.0}},
+             fio_bw_kibps=5130.0, B_events=18.0, B_pressure_sockets_max=0.0,
+             signal_source={"socket_pressure": "fentry", "clamped_sockets": "iter"}, A_clamped_sockets_max=1.0,
+             vmp={"calls": 28030, "A_assertions": 742, "B_assertions": 17, "B_windows": 351, "overrun": 0},
+             doctor={"rc": "1", "names_a": True, "a_line": "- /lab/A: own socket pressure asserted",
+                     "first": "set memory.swap.max=0 on /lab/A", "first_measured": "lab, 6.1: ...",
+                     "remedies_b": False, "lines": 60})
+    r["agent_tiers"]["default"]["tiers"]["fentry"] = {("socket_pressure_events_total", A): 558.0,
+                                                       ("socket_pressure_events_total", B): 18.0}
+    r["agent_tiers"]["default"]["probes"] = [("vmpressure", "fentry")]
+    r.update(extra)
+    return r
+
+
+class ProxyTest(unittest.TestCase):
+    failed = AssessTest.failed
+
+    def test_recorded_proxy_boot_passes(self):
+        self.assertEqual(self.failed(proxy_boot()), [])
+
+    def test_control_phase_pressure_fails(self):
+        b = proxy_boot(control_agent={"ok": True, "values": {"A memcg_socket_pressure_events_total": 3.0}})
+        self.assertIn("control phase: the agent saw no socket pressure, clamp or clamped socket for A or B",
+                      [n for _, n, _ in self.failed(b)])
+
+    def test_control_without_scrapes_is_no_proof(self):
+        b = proxy_boot(control_agent={"ok": False, "values": {}})
+        self.assertTrue(self.failed(b))
+
+    def test_agent_off_the_kernel_trace_for_b_fails(self):
+        b = proxy_boot()
+        b["agent_tiers"]["default"]["tiers"]["fentry"][("socket_pressure_events_total", B)] = 9.0
+        self.assertTrue(any("traced vmpressure" in n for _, n, _ in self.failed(b)))
+
+    def test_no_trace_is_missing_not_passed(self):
+        b = proxy_boot(vmp=None, vmp_trace="no lab.vmp_offsets")
+        rows = lab.assess(args(), {"proxy": b}).rows
+        self.assertIn(None, [ok for _, n, ok, _ in rows if "traced vmpressure" in n])
+
+    def test_doctor_with_another_first_remedy_fails(self):
+        b = proxy_boot()
+        b["doctor"]["first"] = "turn swap off on the node (swapoff -a)"
+        self.assertTrue(any("first fitting remedy" in n for _, n, _ in self.failed(b)))
+
+    def test_doctor_remedy_for_b_fails(self):
+        b = proxy_boot()
+        b["doctor"]["remedies_b"] = True
+        self.assertTrue(any("no remedy for B" in n for _, n, _ in self.failed(b)))
+
+    def test_missing_doctor_fails(self):
+        self.assertTrue(self.failed(proxy_boot(doctor=None)))
+
 if __name__ == "__main__":
     unittest.main()

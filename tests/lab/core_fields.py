@@ -165,6 +165,22 @@ class Btf:
                     stack.append((inner, off))
         return None
 
+    def offset(self, struct, name):
+        """The byte offset of a member (possibly in a nested anonymous struct or union), or None: for
+        the lab's kernel-side trace, which fetches fields by offset (kprobe_events), not by CO-RE."""
+        s = self.by_name.get(("STRUCT", struct))
+        stack = [(s, 0)] if s else []
+        while stack:
+            t, base = stack.pop()
+            for m in t.get("members", []):
+                off = base + m["bits_offset"] // 8
+                if m["name"] == name:
+                    return off
+                inner = self.resolve(m["type_id"])
+                if m["name"] in ("", "(anon)") and inner and inner["kind"] in ("STRUCT", "UNION"):
+                    stack.append((inner, off))
+        return None
+
     def function(self, name):
         f = self.by_name.get(("FUNC", name))
         if f is None:
@@ -227,7 +243,28 @@ def markdown(kernels, rows):
     return "\n".join(out)
 
 
+# The members the lab's vmpressure trace reads, from the memcg argument to its cgroup's name:
+# mem_cgroup.css.cgroup -> cgroup.kn -> kernfs_node.name (guest/proxy.sh).
+TRACE_OFFSETS = (("mem_cgroup", "css"), ("cgroup_subsys_state", "cgroup"), ("cgroup", "kn"), ("kernfs_node", "name"))
+
+
+def offsets(path):
+    """--offsets IMAGE: "struct.member=OFFSET ..." for TRACE_OFFSETS, or an error naming the missing one."""
+    with tempfile.TemporaryDirectory() as tmp:
+        b = Btf(btf_file(path, tmp))
+    out = []
+    for struct, member in TRACE_OFFSETS:
+        off = b.offset(struct, member)
+        if off is None:
+            raise SystemExit(f"core_fields: no {struct}.{member} in the BTF of {path}")
+        out.append(f"{struct}.{member}={off}")
+    return " ".join(out)
+
+
 def main(argv):
+    if len(argv) == 2 and argv[0] == "--offsets":
+        print(offsets(argv[1]))
+        return 0
     specs = [a for a in argv if "=" in a]
     if not specs or not shutil.which("bpftool"):
         print(__doc__ if not specs else "core_fields: bpftool not found (Debian package bpftool)", file=sys.stderr)

@@ -33,12 +33,20 @@ from webhook import WebhookServer  # noqa: E402
 
 LAB_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(LAB_DIR))
-CONDITIONS = ["nopressure", "swap", "noswap", "nosocket", "churn", "prune", "slowread", "mmapread"]
+# proxy: the reporter's workload (guest/proxy.sh): a real nginx reverse proxy in A beside the hot
+# ballast, its upstream across the netem link, curl downloading through it, and real fio in B running
+# the report's job (ioengine=mmap) scaled to the guest; a control phase without fio comes first in the
+# same boot. proxy-REMEDY applies one remedy before fio starts (on demand: the remedy table).
+PROXY_REMEDIES = ["swapmax", "low", "min", "swapoff", "nosocket"]
+PROXY_CONDS = {"proxy"} | {f"proxy-{r}" for r in PROXY_REMEDIES}
+CONDITIONS = (["nopressure", "swap", "noswap", "nosocket", "churn", "prune", "slowread", "mmapread"]
+              + sorted(PROXY_CONDS))
 # mmapread: `swap` with B reading its file through mmap (fio's ioengine=mmap, the original report's
 # job). Mapped pages B touched are referenced, so reclaim rotates rather than frees them: B itself may
 # be scanned without reclaim and get socket pressure with no socket to throttle, which must never page.
-# Whether A is clamped is judged by the guest's TCP_INFO ("varies"). On demand, not in the default run.
-NO_SOCKET_PRESSURE_CONDS = {"mmapread"}
+# Whether A is clamped is judged by the guest's TCP_INFO ("varies"). On demand: the default run boots
+# proxy in its place, which covers the same socket-less case with real fio.
+NO_SOCKET_PRESSURE_CONDS = {"mmapread"} | PROXY_CONDS
 # Conditions that put A under pressure the way `swap` does (churn = swap plus thousands of memory
 # cgroups created and removed while it runs; prune = swap with a slow reader on a lossy path);
 # THROTTLED: where the kernel really clamps (6.1, MGLRU off).
@@ -47,6 +55,8 @@ PRESSURE_CONDS = {"swap", "churn", "prune"}
 # receiver's queues under the pressure, and its control `slowread` (the same reader and path, no
 # page-cache load), where it must not.
 PRUNE_CONDS = {"prune", "slowread"}
+# Booted with cgroup.memory=nosocket: sockets are not charged to memcgs.
+NOSOCKET_CONDS = {"nosocket", "proxy-nosocket"}
 # Kernels on which `prune` makes the kernel prune for A's receiver, as measured (tests/lab/README.md):
 # on 6.1 the fair-share refusal in __sk_mem_raise_allocated() still asks sk_under_memory_pressure(),
 # which includes the memcg's socket pressure; 6.12 asks sk_under_global_memory_pressure() ("sock: Fix
@@ -78,7 +88,7 @@ SWAP_EXPECT = {("6.1", "off"): "throttled", ("6.12", "off"): "clamped",
 # = the fallback agents boot beside the default one (one boot proves every tier on that kernel).
 EXTRA_BOOTS = ("noswap@6.1/off+fallback,nosocket@6.1/off+fallback,"
                "swap@6.12/off+fallback,swap@6.12/on+fallback,swap@6.1/on+fallback,"
-               "prune@6.1/off+fallback,slowread@6.1/off+fallback,mmapread@6.1/off+fallback")
+               "prune@6.1/off+fallback,slowread@6.1/off+fallback,proxy@6.1/off+fallback")
 # Every tier the issue asks a verdict from. A row is (id, `source` label of sockpressure_tier_*, the
 # sockpressure_probe_attached{probe,attach} that must be 1 for it to count as live, the families its
 # verdict reads). eBPF sources are split by probe: the `fentry` source carries both the fentry
@@ -184,11 +194,14 @@ class Prom:
     def __init__(self, port):
         self.base = f"http://127.0.0.1:{port}"
 
-    def query(self, expr, timeout=5.0, strict=False):
-        """The instant vector of `expr`; [] when the query fails, or with `strict` an exception
-        (a query over every churned cgroup can outlast the default timeout on a busy host, and an
-        empty answer would then read as "none seen" or "none pressured")."""
-        url = f"{self.base}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    def query(self, expr, timeout=5.0, strict=False, at=None):
+        """The instant vector of `expr` (at host time `at`, default now); [] when the query fails, or
+        with `strict` an exception (a query over every churned cgroup can outlast the default timeout
+        on a busy host, and an empty answer would then read as "none seen" or "none pressured")."""
+        q = {"query": expr}
+        if at is not None:
+            q["time"] = f"{at:.3f}"
+        url = f"{self.base}/api/v1/query?" + urllib.parse.urlencode(q)
         try:
             d = json.loads(http_get(url, timeout))
         except Exception as e:
@@ -201,8 +214,8 @@ class Prom:
             return []
         return [(r["metric"], float(r["value"][1])) for r in d["data"]["result"]]
 
-    def scalar(self, expr):
-        r = self.query(expr)
+    def scalar(self, expr, at=None):
+        r = self.query(expr, at=at)
         return r[0][1] if r else None
 
 
@@ -215,7 +228,10 @@ def qemu_cmd(qemu, guest_files, append, mem_mib, fwd, disk=True):
     ] + ([
         # Read-only data disk: several runs (and conditions) share one cached image.
         "-drive", f"file={guest_files['DISK']},if=virtio,format=raw,readonly=on",
-    ] if disk else []) + [
+    ] if disk else []) + ([
+        # The proxy condition's curl, fio and nginx (build-guest: too big for the initramfs), /dev/vdb.
+        "-drive", f"file={guest_files['TOOLS']},if=virtio,format=raw,readonly=on",
+    ] if disk and guest_files.get("TOOLS") else []) + [
         "-netdev", f"user,id=n0,{fwd}",
         "-device", "virtio-net-pci,netdev=n0",
         "-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot",
@@ -316,11 +332,34 @@ class Guest(Console):
             append.append(f"lab.agents={len(agents)}")
         fwd = ",".join(f"hostfwd=tcp:127.0.0.1:{hp}-:{GUEST_AGENT_PORT + k}"
                        for k, (_, _, hp) in enumerate(agents))
-        if cond == "nosocket":
+        if cond in NOSOCKET_CONDS:
             append.append("cgroup.memory=nosocket")
+        if cond in PROXY_CONDS:
+            offs = vmp_offsets(guest_files["KERNEL"])
+            if offs:
+                append.append(f"lab.vmp_offsets={offs}")
         # User networking only forwards the agents' ports to host loopback.
         super().__init__(qemu_cmd(args.qemu, guest_files, append, args.mem_mib, fwd),
                          os.path.join(rundir, f"{run or cond}.console.log"))
+
+
+_VMP_OFFSETS = {}
+
+
+def vmp_offsets(kernel_image):
+    """CSS_CGROUP,CGROUP_KN,KN_NAME: where the proxy condition's vmpressure trace finds a memcg's cgroup
+    name (core_fields.py --offsets, from the kernel's BTF); None without bpftool (the guest then says
+    the trace is off, and the host reports it MISSING)."""
+    if kernel_image not in _VMP_OFFSETS:
+        try:
+            p = subprocess.run([sys.executable, os.path.join(LAB_DIR, "core_fields.py"), "--offsets", kernel_image],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+            o = dict(x.split("=", 1) for x in p.stdout.split() if "=" in x) if p.returncode == 0 else {}
+            _VMP_OFFSETS[kernel_image] = (f"{int(o['mem_cgroup.css']) + int(o['cgroup_subsys_state.cgroup'])},"
+                                          f"{o['cgroup.kn']},{o['kernfs_node.name']}") if o else None
+        except (OSError, subprocess.SubprocessError, KeyError, ValueError):
+            _VMP_OFFSETS[kernel_image] = None
+    return _VMP_OFFSETS[kernel_image]
 
 
 class Stack:
@@ -421,7 +460,9 @@ def run_condition(args, guest_files, boot, rundir):
     # 149 s to reach it, against 20-30 s on a quiet one) must not eat the warm-up's and transfer's time.
     def deadline():
         w = guest.first("warmup_start")
-        return (w[0] if w else guest.started + args.boot_timeout) + max(args.warmup, 180) + args.transfer + 60
+        # The proxy condition also waits for doctor and stops fio after its transfer.
+        return ((w[0] if w else guest.started + args.boot_timeout) + max(args.warmup, 180) + args.transfer + 60
+                + (150 if cond in PROXY_CONDS else 0))
     try:
         while time.time() < deadline() and guest.alive() and not guest.first("done"):
             fatal = guest.first("fatal")
@@ -496,6 +537,8 @@ def run_condition(args, guest_files, boot, rundir):
                 res["iter_errors"] = [ln.strip() for ln in f if "cgroup iterator:" in ln]
         if args.agent:
             collect_prometheus(res, stack, guest, A, B, [a[0] for a in agents])
+            if cond in PROXY_CONDS:
+                collect_proxy_control(res, stack, guest, A, B, agents[0][0])
             res["webhook"] = [(round(t - guest.started, 1), st, l.get("alertname"), l.get("cgroup"))
                               for t, st, l in stack.webhook.alerts()]
     finally:
@@ -513,6 +556,8 @@ def run_condition(args, guest_files, boot, rundir):
             res["latency"][k] = t - start[0]
         if clamp and k.startswith("alert"):
             res["latency"][k + "_from_clamp"] = t - clamp[0]
+    if cond in PROXY_CONDS:
+        collect_proxy(res, guest)
     res["agent_missing"] = bool(guest.first("agent_missing"))
     res["wall_s"] = time.time() - guest.started
     return res
@@ -598,15 +643,81 @@ def collect_churn(res, args, guest, stack, agent_host_port):
             res["errors"].append(f"churn: {e}")
 
 
+def collect_proxy_control(res, stack, guest, A, B, agent):
+    """The agent's view at the end of the proxy condition's control phase (before fio started): what
+    its first agent had counted for A and B by then, from Prometheus at that host time."""
+    end = guest.first("control_end")
+    if not end:
+        res["control_agent"] = {"ok": False, "values": "no control_end on the console"}
+        return
+    vals, ok = {}, True
+    for cg, key in ((A, "A"), (B, "B")):
+        for fam in ("memcg_socket_pressure_events_total", "tcp_window_clamps_total", "tcp_clamped_sockets"):
+            v = stack.prom.query(f'max_over_time(sockpressure_{fam}{{cgroup="{cg}",lab_agent="{agent}"}}'
+                                 f'[{int(end[0] - guest.started) + 5}s])', at=end[0])
+            vals[f"{key} {fam}"] = v[0][1] if v else 0
+    # The agent must have been scraped in the phase, or zeros prove nothing.
+    up = stack.prom.query(f'max_over_time(up{{lab_agent="{agent}"}}[{int(end[0] - guest.started) + 5}s])', at=end[0])
+    ok = bool(up) and up[0][1] == 1
+    res["control_agent"] = {"ok": ok, "values": vals}
+
+
+def collect_proxy(res, guest):
+    """The proxy condition's guest lines: the control phase, fio, OOM kills, swap and doctor's report."""
+    c = guest.first("control_result")
+    if c:
+        res["control_kBps"] = float(c[2]["kBps"])
+        res["control_checks"] = int(c[2].get("checks", 0))
+        res["control_clamped"] = int(c[2].get("clamped_checks", 0))
+    e = guest.first("control_end")
+    res["control_end_s"] = round(e[0] - guest.started, 1) if e else None
+    m = guest.first("remedy")
+    res["remedy"] = m[2].get("name") if m else None
+    t = guest.first("vmp_trace")
+    res["vmp_trace"] = (t[2].get("reason") or t[3]) if t and t[3].split()[2:3] != ["on"] else None
+    v = guest.first("vmp_result")
+    if v:
+        res["vmp"] = {k: int(x) for k, x in v[2].items() if x.isdigit()}
+    f = guest.first("fio")
+    if f:
+        res["fio_bw_kibps"] = float(f[2]["bw_kibps"]) if f[2].get("bw_kibps") else None
+        res["fio_error"] = f[2].get("error")
+    for e in guest.all("memory_events"):
+        res[f"oom_kill_{e[2].get('cg', '').rsplit('/', 1)[-1]}"] = int(e[2].get("oom_kill", 0))
+    for e in guest.all("stat"):
+        res[f"guest_{e[2].get('cg', '').rsplit('/', 1)[-1]}_swap"] = int(e[2].get("swap", 0))
+    v = guest.first("vmstat")
+    res["pswpout"] = int(v[2].get("pswpout", 0)) if v else None
+    done = guest.first("doctor_done")
+    if not done:
+        return
+    with open(guest.log_path, errors="replace") as fh:
+        text = [ln.split(" doctor: ", 1)[1].rstrip("\n") for ln in fh if " doctor: " in ln]
+    A = "/lab/A"
+    first = measured = None
+    remedies_b = False
+    for i, ln in enumerate(text):
+        if ln.startswith("Remedies that fit /lab/B"):
+            remedies_b = True
+        if ln.startswith("Remedies that fit /lab/A") and i + 1 < len(text):
+            first = re.sub(r"^\s*1\.\s*", "", text[i + 1]).strip()
+            nxt = [x.strip() for x in text[i + 2:i + 4] if x.strip().startswith("measured:")]
+            measured = nxt[0][len("measured:"):].strip() if nxt else None
+    a_lines = [ln.strip() for ln in text if A in ln]
+    res["doctor"] = {"rc": done[2].get("rc"), "names_a": bool(a_lines), "a_line": a_lines[0] if a_lines else None,
+                     "first": first, "first_measured": measured, "remedies_b": remedies_b, "lines": len(text)}
+
+
 def collect_guest(res, guest):
     r = guest.first("recv_result")
     res["recv_kBps"] = float(r[2]["kBps"]) if r else None
     if r:
         res["recv_clamped_frac"] = int(r[2]["clamped_checks"]) / max(1, int(r[2]["checks"]))
-    ss = [e[2] for e in guest.all("ss")]
+    # The proxy condition's control phase (phase=control_result) has its own count (collect_proxy).
+    ss = [e for e in guest.all("ss") if e[2].get("phase") != "control_result"]
     res["ss_samples"] = len(ss)
     # `ss -tmi` samples where rcv_ssthresh sits at 4*advmss: the lab notes' measurement.
-    res["ss_clamped"] = sum(1 for raw in (e[3] for e in guest.all("ss")) if _ss_clamped(raw))
+    res["ss_clamped"] = sum(1 for raw in (e[3] for e in ss) if _ss_clamped(raw))
     for e in guest.all("stat"):
         cg = e[2].get("cg")
         key = cg.rsplit("/", 1)[-1]  # A or B, with or without the lab/ parent
@@ -826,6 +937,12 @@ def assess(args, results):
         elif expect == "quiet":
             ck.check(run, "kernel never clamped the receiver", not r.get("guest_clamped"),
                      f"clamped fraction {fmt(r.get('recv_clamped_frac'))}")
+        elif cond in PROXY_CONDS:
+            ctl = r.get("control_kBps")
+            ck.check(run, "proxy download < half of its control phase (no fio)",
+                     kbps is not None and ctl is not None and kbps < ctl / 2, f"{fmt(kbps, 0)} vs {fmt(ctl, 0)} kB/s")
+            ck.check(run, "kernel clamped the proxy's upstream socket (ss: rcv_ssthresh = 4*advmss)",
+                     r.get("guest_clamped"), f"{r.get('ss_clamped', 0)}/{r.get('ss_samples', 0)} samples")
         elif cond in PRESSURE_CONDS:
             if cond in PRUNE_CONDS:
                 pass  # the slow reader, not the window, sets the rate: not compared
@@ -847,7 +964,7 @@ def assess(args, results):
         ck.check(run, "Prometheus scraped the agent", (r.get("prom_up") or 0) == 1)
         acct = r.get("socket_accounting")
         ck.check(run, "sockpressure_node_socket_accounting_enabled",
-                 acct == (0 if cond == "nosocket" else 1), f"= {fmt(acct)}")
+                 acct == (0 if cond in NOSOCKET_CONDS else 1), f"= {fmt(acct)}")
         mm = r.get("mglru_metric")
         if r.get("mglru") in ("on", "off"):
             ck.check(run, "sockpressure_node_mglru_enabled", mm == (1 if r["mglru"] == "on" else 0), f"= {fmt(mm)}")
@@ -941,6 +1058,8 @@ def assess(args, results):
                     ck.check(run, f"tier {TIER_LABEL.get(row[0], row[0])} [{name}]: verdict for B", vb is False,
                              "throttled" if vb else "not throttled")
         r["tier_obs"] = obs
+        if cond in PROXY_CONDS:
+            assess_proxy(ck, run, r, A, B, thr, hooks)
         assess_prunes(ck, run, r, A, B)
         if cond == "churn":
             assess_churn(ck, run, r, A, hooks)
@@ -1119,6 +1238,64 @@ def assess_prunes(ck, run, r, A, B):
                          f"({kdrops - drops:.0f} without a socket to attribute them to)")
 
 
+def assess_proxy(ck, run, r, A, B, thr, hooks):
+    """The reporter's workload: the control phase quiet, fio ran, B (fio, no socket) never paged, and
+    doctor named the proxy's cgroup with the remedy that fits first, in the throttled phase."""
+    ck.check(run, "control phase (no fio): the kernel never clamped the proxy's upstream socket",
+             r.get("control_checks", 0) > 0 and not r.get("control_clamped"),
+             f"{r.get('control_clamped')}/{r.get('control_checks')} ss samples, {fmt(r.get('control_kBps'), 0)} kB/s")
+    ctl = r.get("control_agent", {})
+    ck.check(run, "control phase: the agent saw no socket pressure, clamp or clamped socket for A or B",
+             ctl.get("ok", False) and not any(ctl.get("values", {}).values()), str(ctl.get("values")))
+    early = [w for w in hooks if r.get("control_end_s") is not None and w[0] <= r["control_end_s"]]
+    ck.check(run, "control phase: no throttling alert", not early, str(early))
+    ck.check(run, "fio ran in B (the report's job, scaled)", (r.get("fio_bw_kibps") or 0) > 0,
+             f"{fmt(r.get('fio_bw_kibps'), 0)} KiB/s {r.get('fio_error') or ''}".strip())
+    # B's socket pressure beside the kernel's own count of it: the traced vmpressure() calls replayed
+    # through its rule (guest/proxy.sh). The fentry tier sees every call, so with no trace event lost
+    # (overrun 0) the two must agree.
+    vmp = r.get("vmp")
+    if vmp is None:
+        ck.missing(run, "B: socket-pressure events against the kernel's traced vmpressure() assertions",
+                   r.get("vmp_trace") or "no vmp_result from the guest")
+    else:
+        kb, ka = vmp.get("B_assertions", 0), vmp.get("A_assertions", 0)
+        fentry = {k: v for k, v in r.get("agent_tiers", {}).get("default", {}).get("tiers", {}).get("fentry", {}).items()}
+        ab = fentry.get(("socket_pressure_events_total", B))
+        aa = fentry.get(("socket_pressure_events_total", A))
+        r["vmp_compare"] = {"kernel_B": kb, "agent_B": ab, "kernel_A": ka, "agent_A": aa,
+                            "overrun": vmp.get("overrun"), "calls": vmp.get("calls")}
+        detail = (f"B: kernel {kb} (of {vmp.get('B_windows', 0)} windows), agent fentry {fmt(ab)}; A: kernel {ka}, "
+                  f"agent {fmt(aa)}; {vmp.get('calls')} calls traced, overrun {vmp.get('overrun')}")
+        if vmp.get("overrun"):
+            log(f"  [INFO] {run}: the trace lost events (overrun), so the kernel's counts are a floor: {detail}")
+            ck.check(run, "B: the agent's socket-pressure events >= the kernel's traced assertions (trace lost "
+                          "events)", ab is not None and ab >= kb, detail)
+        else:
+            # Within 2 % (at least 2): the trace ends a moment before the agent's last scrape.
+            ck.check(run, "B: the agent's socket-pressure events (fentry) = the kernel's traced vmpressure() "
+                          "assertions", ab is not None and abs(ab - kb) <= max(2, 0.02 * kb) and (kb > 0) == (ab > 0),
+                     detail)
+    d = r.get("doctor")
+    if not r.get("agents"):
+        return
+    if d is None:
+        ck.check(run, "doctor ran in the throttled phase", False, "no doctor output on the console")
+        return
+    if not thr:
+        log(f"  [INFO] {run}: doctor (rc {d['rc']}) in a boot the kernel did not throttle: "
+            f"{'names A' if d['names_a'] else 'does not name A'}; first remedy {d['first'] or 'none'}")
+        return
+    ck.check(run, "doctor (throttled phase) names the proxy's cgroup", d["names_a"] and d["rc"] == "1",
+             f"rc {d['rc']}, {d['a_line'] or 'no line naming ' + A}")
+    want = f"set memory.swap.max=0 on {A}" if r["condition"] == "proxy" else None
+    if want:
+        ck.check(run, "doctor: the first fitting remedy is memory.swap.max=0 (swap on, unset), with its "
+                      "measured effect", d["first"] == want and bool(d["first_measured"]),
+                 f"first: {d['first']!r}; measured: {d['first_measured']!r}")
+    ck.check(run, "doctor: no remedy for B (its socket pressure has nothing to throttle)", not d["remedies_b"])
+
+
 def assess_churn(ck, run, r, A, hooks):
     c = r.get("churn")
     if not c:
@@ -1167,6 +1344,32 @@ def report(args, results, ck, total_s):
             f"{fmt(r.get('A_events'))} | {fmt(r.get('A_pressure_s'))} | {fmt(r.get('A_clamps'))} | "
             f"{fmt(r.get('A_clamped_sockets_max'))} | {fmt(r.get('socket_accounting'))} | "
             f"{', '.join(hooks) or 'none'} |")
+    proxies = [(run, r) for run, r in results.items() if r["condition"] in PROXY_CONDS]
+    if proxies:
+        add("\n### The reporter's workload (nginx in A, fio in B) and its remedies\n")
+        add("Control: the same proxy, ballast and download before fio starts. Throttled phase: after fio's "
+            "warm-up, with the remedy applied before fio started. Clamped: `ss` samples of the proxy's upstream "
+            "socket at rcv_ssthresh = 4*advmss. Kernel vmpressure: assertions replayed from a kprobe trace of "
+            "vmpressure() (guest/proxy.sh).\n")
+        add("| boot | kernel | MGLRU | remedy | control kB/s | throttled kB/s | clamped (ss) | A pgscan/pgsteal "
+            "| A events | alert for A | B events (kernel vmpressure) | B sockets | fio KiB/s | A swap | pswpout "
+            "| OOM kills A/B | doctor |")
+        add("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for run, r in proxies:
+            hooks = sorted({w[2] for w in r.get("webhook", []) if w[1] == "firing" and w[2] in args.throttle_alerts
+                            and w[3] == A})
+            vc = r.get("vmp_compare") or {}
+            d = r.get("doctor") or {}
+            doc = ("names A, first: " + (d.get("first") or "none")) if d.get("names_a") else (
+                f"rc {d['rc']}, A not named" if d else "not run")
+            add(f"| {run} | {r.get('kernel_release') or r.get('kernel')} | {r.get('mglru')} | {r.get('remedy')} | "
+                f"{fmt(r.get('control_kBps'), 0)} | {fmt(r.get('recv_kBps'), 0)} | "
+                f"{r.get('ss_clamped', 0)}/{r.get('ss_samples', 0)} | "
+                f"{r.get('guest_A_pgscan', '?')}/{r.get('guest_A_pgsteal', '?')} | {fmt(r.get('A_events'))} | "
+                f"{', '.join(hooks) or 'none'} | {fmt(r.get('B_events'))} ({vc.get('kernel_B', 'no trace')}) | "
+                f"{fmt(r.get('B_pressure_sockets_max'))} | {fmt(r.get('fio_bw_kibps'), 0)} | "
+                f"{(r.get('guest_A_swap') or 0) / 2**20:.1f} MiB | {fmt(r.get('pswpout'))} | "
+                f"{r.get('oom_kill_A', '?')}/{r.get('oom_kill_B', '?')} | {doc} |")
     retried = [(run, r["retried"]) for run, r in results.items() if r.get("retried")]
     if retried:
         add("\nBooted again after QEMU exited before the measurement began (the lost boot's console log is "
@@ -1455,7 +1658,10 @@ def main():
     def boot(cond, kernel, mglru, agents, variant="default"):
         base = (kernel, mglru) == BASE
         tag = "" if base else f"@{kernel}-mglru-{mglru}"
+        # proxy throttles on the reference as swap does; a remedy, or another kernel or reclaim mode, is
+        # judged by what the kernel did to the proxy's upstream socket in that boot (its ss samples).
         expect = (SWAP_EXPECT[(kernel, mglru)] if cond in PRESSURE_CONDS
+                  else ("throttled" if cond == "proxy" and base else "varies") if cond in PROXY_CONDS
                   else "varies" if cond in NO_SOCKET_PRESSURE_CONDS else "quiet")
         return {"run": cond + tag + ("-fallback" if variant == "fallback" else ""), "cond": cond,
                 "condition": cond, "kernel": kernel, "mglru": mglru, "agents": agents, "variant": variant,
@@ -1468,7 +1674,7 @@ def main():
         runs += [boot(c, kernel, mglru, default_agent) for c in conds]
         runs += [boot(c, kernel, mglru, fb_agents, "fallback") for c in conds if c in fb_conds]
     for spec in ([] if args.matrix else [x for x in args.extra_boots.split(",") if x]):
-        m = re.fullmatch(r"(\w+)@([\d.]+)/(on|off)(\+fallback)?", spec)
+        m = re.fullmatch(r"([\w-]+)@([\d.]+)/(on|off)(\+fallback)?", spec)
         if not m or m.group(1) not in CONDITIONS or m.group(2) not in KERNELS:
             raise SystemExit(f"lab: bad --extra-boots entry {spec!r} (COND@KERNEL/on|off[+fallback])")
         agents = default_agent + (fb_agents if m.group(4) and fb_forceable else [])
