@@ -385,6 +385,16 @@ class ProxyTest(unittest.TestCase):
         b["doctor"]["remedies_b"] = True
         self.assertTrue(any("no remedy for B" in n for _, n, _ in self.failed(b)))
 
+    def test_nosocket_marks_are_not_events(self):
+        # Recorded: under cgroup.memory=nosocket the kernel traced 22 marks on B, the agent 0 (right).
+        b = proxy_boot(run="proxy-nosocket", condition="proxy-nosocket", expect="varies", guest_clamped=False,
+                       socket_accounting=0, B_events=0.0)
+        b["agent_tiers"]["default"]["tiers"]["fentry"][("socket_pressure_events_total", B)] = 0.0
+        b["vmp"]["B_assertions"] = 22
+        self.assertFalse(any("traced" in n or "under cgroup.memory=nosocket" in n for _, n, _ in self.failed(b)))
+        b["agent_tiers"]["default"]["tiers"]["fentry"][("socket_pressure_events_total", B)] = 22.0
+        self.assertTrue(any("under cgroup.memory=nosocket" in n for _, n, _ in self.failed(b)))
+
     def test_missing_doctor_fails(self):
         self.assertTrue(self.failed(proxy_boot(doctor=None)))
 
