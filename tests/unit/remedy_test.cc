@@ -83,6 +83,7 @@ TEST(RemedyTest, OnOtherKernelsTheMglruEffectSaysWhere6_12StillThrottled) {
   std::vector<Remedy> r = n.Fitting();
   ASSERT_EQ(r[2].key, "mglru");
   EXPECT_TRUE(absl::StrContains(r[2].effect, "on 6.12 the cgroup was still scanned without reclaim and throttled"));
+  EXPECT_TRUE(absl::StrContains(r[2].effect, "the reporter's proxy: 6 of 18 samples clamped")) << r[2].effect;
 }
 
 TEST(RemedyTest, NothingFitsWhereNothingIsThrottled) {
