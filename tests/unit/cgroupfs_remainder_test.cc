@@ -65,6 +65,16 @@ struct Tree {
     o.keep_files = keep;
     return NewCgroupfsSource(paths, std::move(o));
   }
+  // The core profile (no context series), with a full pass every `full_every` samples.
+  std::unique_ptr<Source> CoreAgent(uint64_t full_every,
+                                    CgroupfsOptions::KeepFiles keep = CgroupfsOptions::KeepFiles::kAlways) {
+    Paths paths;
+    paths.cgroupfs = root.string();
+    CgroupfsOptions o(5000, full_every);
+    o.keep_files = keep;
+    o.read_context = false;
+    return NewCgroupfsSource(paths, std::move(o));
+  }
 };
 
 
@@ -343,12 +353,7 @@ TEST(CgroupfsRemainderTest, TheFullPassReadsEveryChildOfADisagreeingParentWhatev
   // memory.reclaim): the full pass is where memory.stat alone catches up.
   Tree t;
   Ebpf e(t);
-  Paths paths;
-  paths.cgroupfs = t.root.string();
-  CgroupfsOptions o(5000, /*full pass every*/ 4);
-  o.keep_files = CgroupfsOptions::KeepFiles::kAlways;
-  o.read_context = false;
-  std::unique_ptr<Source> src = NewCgroupfsSource(paths, std::move(o));
+  std::unique_ptr<Source> src = t.CoreAgent(/*full pass every*/ 4);
   e.Take(*src);  // walk 0: full pass
   for (int i = 0; i < 2; ++i) {
     e.Reclaim("p/c1", 100, 20);
@@ -390,12 +395,7 @@ TEST(CgroupfsRemainderTest, MissingCountersAlwaysReadEveryChild) {
 TEST(CgroupfsRemainderTest, CoreFullPassListsWithoutReadingStillCgroups) {
   for (auto keep : {CgroupfsOptions::KeepFiles::kAlways, CgroupfsOptions::KeepFiles::kNever}) {
     Tree t;
-    Paths paths;
-    paths.cgroupfs = t.root.string();
-    CgroupfsOptions o(5000, /*full pass every*/ 3);
-    o.keep_files = keep;
-    o.read_context = false;
-    std::unique_ptr<Source> src = NewCgroupfsSource(paths, std::move(o));
+    std::unique_ptr<Source> src = t.CoreAgent(/*full pass every*/ 3, keep);
     Take(*src);
     Take(*src);
     Take(*src);
@@ -420,12 +420,7 @@ TEST(CgroupfsRemainderTest, CoreProfileReadsLimitsOnlyWhereReclaimMoved) {
   Tree t;
   WriteFile(t.root / "p" / "c1" / "memory.max", "8388608\n");
   WriteFile(t.root / "q" / "memory.max", "4194304\n");
-  Paths paths;
-  paths.cgroupfs = t.root.string();
-  CgroupfsOptions o(5000, /*full pass every*/ 2);
-  o.keep_files = CgroupfsOptions::KeepFiles::kAlways;
-  o.read_context = false;
-  std::unique_ptr<Source> src = NewCgroupfsSource(paths, std::move(o));
+  std::unique_ptr<Source> src = t.CoreAgent(/*full pass every*/ 2);
   Sample s = Take(*src);  // the first sample, a full pass
   EXPECT_EQ(FindCgroup(s, "/p/c1")->limits, nullptr) << "not on the first reading";
   t.Reclaim("p/c1", 100, 20);
