@@ -143,13 +143,17 @@ def rows(n, con):
         hz = float(f.get("hz", 100))
         samples = float(f["samples"])
         seconds = float(f["seconds"])
+        # The rate by the agent's clock (the times of the first and last sample counted), where the
+        # guest logged it; the guest's window also holds the wget calls around it.
+        rate_seconds = float(f.get("agent_seconds") or 0) or seconds
         cpu = float(f["agent_ticks"]) / hz
         peer = float(f["cpu_s"])
         memcgs = int(f["memcgs"])
         out.append({
             "cgroups": n, "memcgs": memcgs, "pct": f["pct"], "reclaiming": int(f["reclaiming"]),
             "seen": int(f["seen"]), "per_sample_ratio": (cpu / samples) / peer if samples and peer else None,
-            "cpu_per_s": cpu / seconds, "peer_s": peer, "samples_per_s": samples / seconds,
+            "cpu_per_s": cpu / seconds, "peer_s": peer, "samples_per_s": samples / rate_seconds,
+            "overruns": int(float(f.get("overruns") or 0)),
             "rss_mib": int(f["rss_kib"]) / 1024, "hwm_mib": int(f["hwm_kib"]) / 1024,
             "bytes_per_cgroup": int(f["metrics_bytes"]) / memcgs if memcgs else None,
             "healthz_s": float(health[2]["seconds"]) if health else None,
@@ -204,13 +208,13 @@ def main():
             log(f"perf report of the last window: {report}")
     print(f"\nkernel {guest.get('KVER')}, agent {args.agent}, window {args.window} s, "
           f"{time.strftime('%Y-%m-%d')}\n")
-    print("| cgroups | reclaiming | seen | agent CPU per sample ÷ peer pass | peer pass | samples/s "
+    print("| cgroups | reclaiming | seen | agent CPU per sample ÷ peer pass | peer pass | samples/s (late starts) "
           "| agent CPU/s | RSS / HWM | /metrics B per cgroup | /healthz, /readyz after start |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in table:
         print(f"| {r['memcgs']:,} | {r['reclaiming']} ({r['pct']} %) | {r['seen']}/{r['reclaiming']} "
               f"| **{fmt(r['per_sample_ratio'], '.3f')}** | {r['peer_s'] * 1000:.0f} ms "
-              f"| {r['samples_per_s']:.2f} | {r['cpu_per_s'] * 1000:.0f} ms "
+              f"| {r['samples_per_s']:.2f} ({r['overruns']}) | {r['cpu_per_s'] * 1000:.0f} ms "
               f"| {r['rss_mib']:.0f} / {r['hwm_mib']:.0f} MiB | {fmt(r['bytes_per_cgroup'], ',.0f')} "
               f"| {fmt(r['healthz_s'], '.2f')} s, {fmt(r['ready_s'], '.1f')} s |")
     if not table:

@@ -76,9 +76,16 @@ until wget -q -O /dev/null $URL/readyz 2>/dev/null; do
 done
 log ready seconds=$(awk -v a=$t0 -v b=$(now) 'BEGIN{printf "%.2f", b-a}')
 
-# The sample sequence from the JSON API's throttled-cgroups list (small), so that counting samples
-# does not stretch the window by a scrape of every cgroup's series.
-samples() { wget -q -O - "$URL/api/v1/cgroups?pressure=1" | tr ',' '\n' | sed -n 's/.*"sampleSequence": *"*\([0-9]*\).*/\1/p'; }
+# The sample sequence and the time of that sample (seconds of the UTC day) from the JSON API's
+# throttled-cgroups list (small), so that counting samples does not stretch the window by a scrape
+# of every cgroup's series. The rate comes from the agent's own clock: how long the wget calls
+# around the window take does not enter it.
+samples() {
+  wget -q -O - "$URL/api/v1/cgroups?pressure=1" | tr ',' '\n' | awk '
+    /"sampleSequence"/ { gsub(/[^0-9]/, ""); seq = $0 }
+    /"generated"/ { sub(/.*T/, ""); sub(/Z.*/, ""); split($0, t, ":"); at = t[1] * 3600 + t[2] * 60 + t[3] }
+    END { printf "%s %.3f\n", seq, at }'
+}
 # How many of the reclaiming containers (/tmp/want) have a non-zero series of the family $1.
 count_in() {
   awk -v fam="$1" 'NR==FNR{w[$0]=1; next}
@@ -109,7 +116,7 @@ for pct in $PHASES; do
   sleep "$SETTLE"
   peer=$(/lab/cgtree pass $CG 3)
   log peer $peer
-  s1=$(samples); c1=$(ticks); w1=$(now)
+  set -- $(samples); s1=$1 a1=$2; c1=$(ticks); w1=$(now)
   # Halfway through, where each of the agent's threads is waiting (wchan and kernel stack): a
   # cycle that takes longer than its CPU time waits somewhere.
   (sleep $((WINDOW / 2)); for t in /proc/$PID/task/*; do
@@ -117,7 +124,7 @@ for pct in $PHASES; do
      head -6 $t/stack 2>/dev/null | sed 's/^/LAB stack /'
    done) &
   sleep "$WINDOW"
-  c2=$(ticks); s2=$(samples); w2=$(now)
+  c2=$(ticks); set -- $(samples); s2=$1 a2=$2; w2=$(now)
   wget -q -O /tmp/metrics $URL/metrics
   # Protobuf too, as Prometheus asks for it first: the high-water mark covers both renderings.
   wget -q -O /tmp/metrics.pb \
@@ -135,6 +142,9 @@ for pct in $PHASES; do
   log window pct=$pct reclaiming=$running seen=$seen events=$events $peer \
     agent_ticks=$((c2 - c1)) hz=$(getconf CLK_TCK 2>/dev/null || echo 100) samples=$(awk -v a=$s1 -v b=$s2 'BEGIN{print b-a}') \
     seconds=$(awk -v a=$w1 -v b=$w2 'BEGIN{printf "%.2f", b-a}') \
+    agent_seconds=$(awk -v a=$a1 -v b=$a2 'BEGIN{d = b - a; if (d < 0) d += 86400; printf "%.3f", d}') \
+    sample_wall_s=$(awk '$1=="sockpressure_sample_duration_seconds"{print $2}' /tmp/metrics) \
+    overruns=$(awk '$1=="sockpressure_sample_overruns_total"{print $2}' /tmp/metrics) \
     sample_cpu_s=$(awk '$1=="sockpressure_sample_cpu_seconds"{print $2}' /tmp/metrics) \
     cgroupfs_wall_s=$(awk '$1=="sockpressure_collector_duration_seconds{collector=\"cgroupfs\"}"{print $2}' /tmp/metrics) \
     bpf_wall_s=$(awk '$1=="sockpressure_collector_duration_seconds{collector=\"bpf\"}"{print $2}' /tmp/metrics) \

@@ -258,6 +258,16 @@ void WriteAgent(const Snapshot& s, const BuildInfo& build, MetricWriter& out) {
   out.Value(none, {}, static_cast<double>(s.samples_total));
   out.Family("sockpressure_sample_cpu_seconds", "CPU time of the last sampling cycle.", MetricKind::kGauge);
   out.Value(none, {}, s.sample_cpu_seconds);
+  out.Family("sockpressure_sample_duration_seconds",
+             "Wall time of the sampling cycle before the last one, from its first collector to the last use of its "
+             "snapshot; above --sample.interval, the next cycle started late.",
+             MetricKind::kGauge);
+  out.Value(none, {}, s.sample_duration_seconds);
+  out.Family("sockpressure_sample_overruns_total",
+             "Sampling cycles that started late because the cycle before ran past their start; each starts as soon "
+             "as the one before ends, and the ticks missed are not caught up.",
+             MetricKind::kCounter);
+  out.Value(none, {}, static_cast<double>(s.sample_overruns_total));
   out.Family("sockpressure_last_sample_timestamp_seconds", "Unix time of the last sample.", MetricKind::kGauge);
   out.Value(none, {}, static_cast<double>(s.unix_millis) / 1000.0);
 

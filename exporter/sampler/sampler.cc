@@ -75,6 +75,7 @@ std::shared_ptr<const Snapshot> Sampler::ReleasingMemory(std::shared_ptr<const S
 
 std::shared_ptr<const Snapshot> Sampler::SampleOnce() {
   std::lock_guard<std::mutex> cycle(cycle_mu_);
+  const double wall_start = Now(CLOCK_MONOTONIC);
   std::vector<std::function<void()>> before;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -85,6 +86,8 @@ std::shared_ptr<const Snapshot> Sampler::SampleOnce() {
   Sample sample;
   sample.monotonic_seconds = Now(CLOCK_MONOTONIC);
   sample.unix_millis = static_cast<int64_t>(Now(CLOCK_REALTIME) * 1000);
+  sample.previous_cycle_seconds = previous_cycle_seconds_;
+  sample.overruns_total = overruns_.load(std::memory_order_relaxed);
   // One result per source, at its registration index.
   std::vector<CollectorResult> results(sources_.size());
   // Signal collectors first (registration order: bpf, whose vmpressure tier
@@ -119,6 +122,7 @@ std::shared_ptr<const Snapshot> Sampler::SampleOnce() {
     listeners = listeners_;
   }
   for (const Listener& l : listeners) l(snap);
+  previous_cycle_seconds_ = Now(CLOCK_MONOTONIC) - wall_start;
   return snap;
 }
 
@@ -166,10 +170,15 @@ void Sampler::Run() {
       if (stop_cv_.wait_until(lock, next, [this] { return stopping_; })) return;
     }
     SampleOnce();
-    // A cycle longer than the interval must not make the sampler try to
-    // catch up with a burst of back-to-back cycles.
+    // A cycle that ran past the next tick: the next cycle starts as soon as
+    // this one ends (waiting for the tick after would lose a sample to every
+    // overrun, however small), and the ticks missed are not caught up with
+    // a burst of back-to-back cycles.
     auto now = std::chrono::steady_clock::now();
-    if (now > next + period) next = now;
+    if (now > next + period) {
+      next = now - period;
+      overruns_.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 }
 

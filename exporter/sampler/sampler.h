@@ -102,6 +102,8 @@ class Sampler {
   std::vector<size_t> every_cycle_, context_;
   ContextGate gate_;
   HeldContext held_;
+  double previous_cycle_seconds_ = 0;  // guarded by cycle_mu_
+  std::atomic<uint64_t> overruns_{0};  // Run() counts, SampleOnce() reads
   // Collector failures: the first logged, then one summary a minute, and
   // the recovery (guarded by cycle_mu_).
   WarnLimiter warnings_{60, [](const std::string& line) { SP_LOG_WARN(line); }};

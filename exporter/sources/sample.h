@@ -223,6 +223,11 @@ struct Sample {
   // CPU time collectors spent on the privileged worker for this sample
   // (the sampler measures its own thread).
   double worker_cpu_seconds = 0;
+  // The sampler's own pacing, carried to the snapshot: the wall time of the
+  // cycle before this one (from its first hook to its last listener), and
+  // how many cycles started late because the one before ran past their tick.
+  double previous_cycle_seconds = 0;
+  uint64_t overruns_total = 0;
 
   // Index of a cgroup id in `cgroups`, or -1. Valid after the cgroupfs source ran.
   int IndexOfId(uint64_t id) const;

@@ -202,6 +202,8 @@ struct Snapshot {
   std::map<std::string, uint64_t> cgroups_skipped_total;  // reason -> cgroups left out, all samples
   uint64_t samples_total = 0;
   double sample_cpu_seconds = 0;  // CPU time of the last sampling cycle
+  double sample_duration_seconds = 0;  // wall time of the cycle before it (Sample::previous_cycle_seconds)
+  uint64_t sample_overruns_total = 0;
 };
 
 }  // namespace sockpressure

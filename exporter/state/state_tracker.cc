@@ -572,6 +572,8 @@ void StateTracker::Stamp(Sample& sample, std::vector<CollectorResult> collectors
   snap.cgroups_overflow_total = overflow_total_;
   snap.samples_total = sequence_;
   snap.sample_cpu_seconds = sample_cpu_seconds;
+  snap.sample_duration_seconds = sample.previous_cycle_seconds;
+  snap.sample_overruns_total = sample.overruns_total;
 }
 
 void StateTracker::KeepUnseen(std::unordered_map<std::string, CgroupState>& vanished, const Sample& sample) {

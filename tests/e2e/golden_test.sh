@@ -11,7 +11,7 @@ make_work
 
 # Run-dependent values: timings, counts of samples/requests, build revision.
 normalize() {
-  grep -v -E '^sockpressure_(collector_duration_seconds|collector_last_run_timestamp_seconds|sample_cpu_seconds|last_sample_timestamp_seconds|samples_total|http_requests_total)' \
+  grep -v -E '^sockpressure_(collector_duration_seconds|collector_last_run_timestamp_seconds|sample_cpu_seconds|sample_duration_seconds|sample_overruns_total|last_sample_timestamp_seconds|samples_total|http_requests_total)' \
     | sed -E 's/^(sockpressure_build_info)\{.*\} 1$/\1{...} 1/'
 }
 

@@ -7,6 +7,8 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "exporter/sampler/sampler.h"
 #include "exporter/sources/source.h"
@@ -95,6 +97,48 @@ TEST(SamplerStartTest, StartAfterAFirstSampleWaitsAnInterval) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(sampler->Latest()->sequence, 1u);
   sampler->Stop();
+}
+
+// A cycle that runs past the next tick (a context run, a busy node) must not
+// cost a whole interval more: the next cycle starts as soon as it ends, and
+// the sampler counts the late start. Before, it waited a full interval after
+// the long cycle, so one cycle of 1.2 s at a 1 s interval lost a sample.
+TEST(SamplerStartTest, ACycleLongerThanTheIntervalIsFollowedAtOnce) {
+  std::mutex mu;
+  std::vector<std::chrono::steady_clock::time_point> starts, ends;
+  std::vector<std::unique_ptr<Source>> sources;
+  sources.push_back(MakeFunctionSource("cgroupfs", [&](Sample& s) {
+    size_t cycle;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      starts.push_back(std::chrono::steady_clock::now());
+      cycle = starts.size();
+    }
+    // The second cycle takes longer than the interval.
+    if (cycle == 2) std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    CgroupReading root;
+    root.path = "/";
+    root.id = 1;
+    root.parent = -1;
+    s.id_index[1] = 0;
+    s.cgroups.push_back(root);
+    s.cgroups_complete = true;
+    std::lock_guard<std::mutex> lock(mu);
+    ends.push_back(std::chrono::steady_clock::now());
+    return absl::OkStatus();
+  }));
+  Sampler sampler(std::move(sources), std::make_unique<StateTracker>(), 1.0);
+  sampler.Start();
+  ASSERT_TRUE(WaitFor([&] { return sampler.Latest() && sampler.Latest()->sequence >= 3; }, std::chrono::seconds(20)));
+  std::shared_ptr<const Snapshot> third = sampler.Latest();
+  sampler.Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_GE(starts.size(), 3u);
+  const double gap = std::chrono::duration<double>(starts[2] - ends[1]).count();
+  // At once: well under the interval (half of it leaves room for a loaded host).
+  EXPECT_LT(gap, 0.5) << "the cycle after the long one waited " << gap << " s";
+  EXPECT_EQ(third->sample_overruns_total, 1u) << "the late start is counted";
+  EXPECT_GE(third->sample_duration_seconds, 1.1) << "the long cycle's wall time is exported with the next sample";
 }
 
 }  // namespace
