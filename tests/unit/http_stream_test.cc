@@ -497,6 +497,10 @@ TEST_F(HttpStreamGatedBudgetTest, AReaderThatReadsIsNotResetWhileSlowReadersWait
 // 30 readers stalled on pieces of /huge hold 23 MB (their pieces and what
 // the kernel may queue for each): once they are gone, the front hands the
 // free heap back to the kernel, once, and not while they are there.
+// Waits for states, not for fixed times: each reader's receive buffer takes
+// several pieces before it stalls, which a loaded host or a sanitizer build
+// renders in seconds rather than the half second once allowed here (a burst
+// that had not yet reached 16 MB when the readers left was never trimmed).
 TEST_F(HttpStreamTest, FreeMemoryIsReturnedOnceABurstOfAnswersIsOver) {
   const uint64_t before = FreeMemoryReturns();
   std::vector<int> slow;
@@ -504,13 +508,22 @@ TEST_F(HttpStreamTest, FreeMemoryIsReturnedOnceABurstOfAnswersIsOver) {
     slow.push_back(RequestHuge(port_));
     ASSERT_GE(slow.back(), 0);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Stalled: no piece produced for 300 ms (every answer holds an unsent one).
+  int last = -1;
+  for (int i = 0; i < 200 && produced_.load() != last; ++i) {
+    last = produced_.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  ASSERT_EQ(produced_.load(), last) << "the readers never stalled";
+  ASSERT_GE(last, 30) << "every answer has begun";
   EXPECT_EQ(FreeMemoryReturns(), before) << "while the readers hold their answers";
   for (int fd : slow) ::close(fd);
-  for (int i = 0; i < 40 && FreeMemoryReturns() == before; ++i) {
+  for (int i = 0; i < 200 && FreeMemoryReturns() == before; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(FreeMemoryReturns(), before + 1) << "returned once the burst was over";
+  // The rest of the readers' connections close after it: none is another burst.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(FreeMemoryReturns(), before + 1);
 }
 
