@@ -21,7 +21,7 @@ struct EpisodeTracker::Record {
   Episode e;
   // Other cgroups' reclaim while this episode was open. Bounded (see
   // Observe) because a node can have thousands of reclaiming cgroups.
-  std::unordered_map<std::string, ReclaimerPages> reclaimed_by;
+  std::unordered_map<uint64_t, Reclaimer> reclaimed_by;  // by cgroup id
 };
 
 namespace {
@@ -57,11 +57,12 @@ std::vector<LabelRef> Labels(const std::string& path, const LabelPairs& identity
 
 // Keeps the `keep` biggest reclaimers; the map only needs the leaders, and
 // trimming lazily (at twice the size) keeps Observe() amortised O(1) per entry.
-void TrimReclaimers(std::unordered_map<std::string, ReclaimerPages>& m, size_t keep) {
+template <typename ById>
+void TrimReclaimers(ById& m, size_t keep) {
   if (m.size() <= 2 * keep) return;
-  std::vector<std::pair<uint64_t, std::string>> order;
+  std::vector<std::pair<uint64_t, uint64_t>> order;
   order.reserve(m.size());
-  for (const auto& [path, r] : m) order.emplace_back(r.reclaimed, path);
+  for (const auto& [id, r] : m) order.emplace_back(r.reclaimed, id);
   std::nth_element(order.begin(), order.begin() + static_cast<long>(keep), order.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   for (size_t i = keep; i < order.size(); ++i) m.erase(order[i].second);
@@ -200,7 +201,7 @@ std::vector<EpisodeTracker::Deltas> EpisodeTracker::TakeDeltas(const Snapshot& s
     pc.prev_scanned = b.scanned_total;
     pc.prev_reclaimed = b.reclaimed_total;
     pc.have_prev = true;
-    if (d.reclaimed > 0 || d.scanned > 0) reclaiming->push_back({&s.cgroups[i].path.str(), d.scanned, d.reclaimed});
+    if (d.reclaimed > 0 || d.scanned > 0) reclaiming->push_back({&s.cgroups[i].path, s.cgroups[i].id, d.scanned, d.reclaimed});
   }
   return deltas;
 }
@@ -291,7 +292,7 @@ void EpisodeTracker::Accumulate(const CgroupView& c, Record& r, const Deltas& d,
   e.own_reclaimed += d.reclaimed;
   for (const Reclaim& rc : reclaiming) {
     if (*rc.path == c.path) continue;
-    ReclaimerPages& rp = r.reclaimed_by[*rc.path];
+    Reclaimer& rp = r.reclaimed_by[rc.id];
     if (rp.cgroup.empty()) rp.cgroup = *rc.path;
     rp.reclaimed += rc.reclaimed;
     rp.scanned += rc.scanned;
@@ -321,8 +322,8 @@ Episode EpisodeTracker::CopyOut(const Record& r) const {
   Episode e = r.e;
   std::vector<ReclaimerPages> all;
   all.reserve(r.reclaimed_by.size());
-  for (const auto& [path, rp] : r.reclaimed_by) {
-    if (rp.reclaimed > 0) all.push_back(rp);
+  for (const auto& [id, rp] : r.reclaimed_by) {
+    if (rp.reclaimed > 0) all.push_back({rp.cgroup.str(), rp.reclaimed, rp.scanned});
   }
   size_t n = std::min(all.size(), options_.top_reclaimers);
   std::partial_sort(all.begin(), all.begin() + static_cast<long>(n), all.end(), [](const auto& a, const auto& b) {
