@@ -257,7 +257,7 @@ def test_slow_readers():
         # pieces being rendered and the allocator's slack, 80 MiB over the agent's own is generous, and far
         # from the DaemonSet's 256 MiB. It was +200 MB and +460 MB.
         check(peak["rss"] - rss0 < 80 * 1024, "300 slow readers cost the agent under 80 MiB")
-        check(hwm < 160 * 1024, "the agent's peak RSS stays under 160 MiB")
+        check(hwm < 128 * 1024, "the agent's peak RSS stays under 128 MiB (its sampling peak included)")
         check(rss_after - rss0 < 16 * 1024, "the memory is given back once the readers are gone")
         check(all(e.get("reset", 0) == 150 for e in ended),
               "every slow reader is reset (RST) by the write deadline or the budget, none left to an orphan")
