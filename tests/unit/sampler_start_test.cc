@@ -40,17 +40,22 @@ struct Gate {
   }
 };
 
+// A complete sample of one cgroup, the root.
+void OnlyTheRoot(Sample& s) {
+  CgroupReading root;
+  root.path = "/";
+  root.id = 1;
+  root.parent = -1;
+  s.id_index[1] = 0;
+  s.cgroups.push_back(root);
+  s.cgroups_complete = true;
+}
+
 std::unique_ptr<Sampler> SlowSampler(Gate* gate, double interval_seconds) {
   std::vector<std::unique_ptr<Source>> sources;
   sources.push_back(MakeFunctionSource("cgroupfs", [gate](Sample& s) {
     gate->Enter();
-    CgroupReading root;
-    root.path = "/";
-    root.id = 1;
-    root.parent = -1;
-    s.id_index[1] = 0;
-    s.cgroups.push_back(root);
-    s.cgroups_complete = true;
+    OnlyTheRoot(s);
     return absl::OkStatus();
   }));
   return std::make_unique<Sampler>(std::move(sources), std::make_unique<StateTracker>(), interval_seconds);
@@ -116,13 +121,7 @@ TEST(SamplerStartTest, ACycleLongerThanTheIntervalIsFollowedAtOnce) {
     }
     // The second cycle takes longer than the interval.
     if (cycle == 2) std::this_thread::sleep_for(std::chrono::milliseconds(1200));
-    CgroupReading root;
-    root.path = "/";
-    root.id = 1;
-    root.parent = -1;
-    s.id_index[1] = 0;
-    s.cgroups.push_back(root);
-    s.cgroups_complete = true;
+    OnlyTheRoot(s);
     std::lock_guard<std::mutex> lock(mu);
     ends.push_back(std::chrono::steady_clock::now());
     return absl::OkStatus();
