@@ -268,6 +268,18 @@ void WriteAgent(const Snapshot& s, const BuildInfo& build, MetricWriter& out) {
              "as the one before ends, and the ticks missed are not caught up.",
              MetricKind::kCounter);
   out.Value(none, {}, static_cast<double>(s.sample_overruns_total));
+  if (!s.tier_disagreements.empty()) {
+    out.Family("sockpressure_tier_disagreements_total",
+               "Spans in which a tier counted less than the kernel's own count from a second source: under a "
+               "quarter of the pages memory.stat says the cgroup scanned (reclaim), or no socket-pressure "
+               "assertion while memory.events.local sock_throttled moved (socket_pressure). After two, the tier is "
+               "not used for that signal (sockpressure_signal_source says which is).",
+               MetricKind::kCounter);
+    for (const TierDisagreement& d : s.tier_disagreements) {
+      out.Value(none, {{"signal", std::string(SignalName(d.signal))}, {"tier", std::string(TierName(d.tier))}},
+                static_cast<double>(d.total));
+    }
+  }
   out.Family("sockpressure_last_sample_timestamp_seconds", "Unix time of the last sample.", MetricKind::kGauge);
   out.Value(none, {}, static_cast<double>(s.unix_millis) / 1000.0);
 

@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "exporter/sources/sample.h"
 #include "exporter/sources/signals.h"
+#include "exporter/state/tier_judge.h"
 #include "exporter/state/vmpressure_window.h"
 
 namespace sockpressure {
@@ -204,6 +205,8 @@ struct Snapshot {
   double sample_cpu_seconds = 0;  // CPU time of the last sampling cycle
   double sample_duration_seconds = 0;  // wall time of the cycle before it (Sample::previous_cycle_seconds)
   uint64_t sample_overruns_total = 0;
+  // Tiers that fell short of a second source (tier_judge.h).
+  std::vector<TierDisagreement> tier_disagreements;
 };
 
 }  // namespace sockpressure

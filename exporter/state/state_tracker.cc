@@ -319,12 +319,13 @@ std::shared_ptr<const Snapshot> StateTracker::Update(Sample sample, std::vector<
   const uint64_t stamp = sequence_ + 1;
   bool reused = false;
   std::vector<CgroupState*> states = Match(sample, stamp, &reused);
-  for (int s = 0; s < kSignalCount; ++s) snap->signal_tier[s] = BestLive(sample, static_cast<Signal>(s));
+  for (int s = 0; s < kSignalCount; ++s) snap->signal_tier[s] = judge_.Choose(sample, static_cast<Signal>(s));
   const bool incremental = Incremental(sample, reused, *snap);
   // Pointers into states_ stay valid: an unordered_map's rehash moves no element.
   std::vector<uint8_t> dirty(sample.cgroups.size(), incremental ? 0 : 1);
   ApplyMemoryStat(sample, states, interval, snap->socket_accounting_enabled, incremental, dirty);
   ApplyTiers(sample, states, snap->socket_accounting_enabled, incremental, dirty);
+  Judge(sample, states, dirty);
   if (!reused) {
     for (CgroupState* st : states) st->rebaseline = false;
   }
@@ -521,6 +522,46 @@ void StateTracker::BestOf(const CgroupState& st, CgroupView& v) {
   if (const TierValues* k = from(Signal::kSockThrottled)) v.best.sock_throttled_total = k->sock_throttled_total;
 }
 
+void StateTracker::Judge(const Sample& sample, const std::vector<CgroupState*>& states,
+                         const std::vector<uint8_t>& dirty) {
+  // The tiers judged are the best live ones above the sources they are held
+  // to; memory_stat itself has nothing below it to fall back to.
+  const Tier reclaim = BestLive(sample, Signal::kReclaim);
+  const Tier pressure = BestLive(sample, Signal::kSocketPressure);
+  const bool judge_reclaim = reclaim < Tier::kMemoryEvents && !judge_.Blind(Signal::kReclaim, reclaim) &&
+                             sample.IsLive(Signal::kReclaim, Tier::kMemoryStat);
+  const bool judge_pressure = pressure < Tier::kMemoryEvents && !judge_.Blind(Signal::kSocketPressure, pressure) &&
+                              sample.IsLive(Signal::kSockThrottled, Tier::kMemoryEvents);
+  if (!judge_reclaim && !judge_pressure) return;
+  auto total = [](const CgroupState& st, Tier t, auto field) -> std::optional<uint64_t> {
+    auto it = st.values.find(t);
+    if (it == st.values.end()) return std::nullopt;
+    return field(it->second);
+  };
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (!dirty[i]) continue;  // nothing of it moved this sample
+    CgroupState& st = *states[i];
+    const std::string& path = sample.cgroups[i].path;
+    if (judge_reclaim) {
+      auto ref = total(st, Tier::kMemoryStat, [](const TierValues& v) { return v.scanned_total; });
+      auto seen = total(st, reclaim, [](const TierValues& v) { return v.scanned_total; });
+      if (ref && seen) judge_.Observe(Signal::kReclaim, reclaim, *ref, *seen, st.judge_reclaim, path);
+    }
+    if (judge_pressure) {
+      auto ref = total(st, Tier::kMemoryEvents, [](const TierValues& v) { return v.sock_throttled_total.value_or(0); });
+      if (!ref) continue;
+      // sock_throttled counts the checks of this cgroup's sockets, which
+      // ask this cgroup and every ancestor: their assertions all count.
+      uint64_t seen = 0;
+      for (int a = static_cast<int>(i); a >= 0; a = sample.cgroups[static_cast<size_t>(a)].parent) {
+        seen += total(*states[static_cast<size_t>(a)], pressure,
+                      [](const TierValues& v) { return v.pressure_events_total; }).value_or(0);
+      }
+      judge_.Observe(Signal::kSocketPressure, pressure, *ref, seen, st.judge_pressure, path);
+    }
+  }
+}
+
 void StateTracker::Fold(const Sample& sample, const std::vector<CgroupState*>& states, Snapshot& snap) {
   // Once a cgroup was folded, its ancestors carry folded counts for good.
   folding_ = folding_ || !std::all_of(sample.cgroups.begin(), sample.cgroups.end(),
@@ -574,6 +615,7 @@ void StateTracker::Stamp(Sample& sample, std::vector<CollectorResult> collectors
   snap.sample_cpu_seconds = sample_cpu_seconds;
   snap.sample_duration_seconds = sample.previous_cycle_seconds;
   snap.sample_overruns_total = sample.overruns_total;
+  snap.tier_disagreements = judge_.Disagreements();
 }
 
 void StateTracker::KeepUnseen(std::unordered_map<std::string, CgroupState>& vanished, const Sample& sample) {

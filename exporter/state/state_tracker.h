@@ -16,6 +16,7 @@
 #include "exporter/state/fold.h"
 #include "exporter/state/identity.h"
 #include "exporter/state/snapshot.h"
+#include "exporter/state/tier_judge.h"
 #include "exporter/state/vmpressure_window.h"
 
 namespace sockpressure {
@@ -69,6 +70,7 @@ class StateTracker {
     // one must clear that even when nothing moved.
     bool memory_stat_asserted = false;
     std::optional<uint64_t> prev_sock_throttled;  // memory.events.local, last sample
+    JudgeMark judge_reclaim, judge_pressure;  // tier_judge.h
   };
 
   // A sample is applied incrementally when the cgroups are the ones of the
@@ -108,6 +110,8 @@ class StateTracker {
   // (no Resolve); nullptr resolves it.
   CgroupView ViewOf(CgroupReading& c, const CgroupState& st, const Snapshot& snap, const CgroupView* before) const;
   static void BestOf(const CgroupState& st, CgroupView& v);  // each signal from its best tier
+  // Holds the best eBPF tiers to memory.stat and sock_throttled (tier_judge.h).
+  void Judge(const Sample& sample, const std::vector<CgroupState*>& states, const std::vector<uint8_t>& dirty);
   void Fold(const Sample& sample, const std::vector<CgroupState*>& states, Snapshot& snap);
   void ForgetUnseen(const Sample& sample, uint64_t stamp);
   void Stamp(Sample& sample, std::vector<CollectorResult> collectors, double interval, double sample_cpu_seconds,
@@ -115,6 +119,7 @@ class StateTracker {
 
   IdentityResolver* identity_;
   bool keep_all_tiers_;
+  TierJudge judge_;
   std::unordered_map<std::string, CgroupState> states_;
   // Cgroups that an incomplete walk (--cgroup.max cut, unreadable files) left
   // out, keyed by path; a returning cgroup is only recognised with the same

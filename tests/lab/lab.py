@@ -984,7 +984,10 @@ def assess(args, results):
         ck.check(run, "sockpressure_node_socket_accounting_enabled",
                  acct == (0 if cond in NOSOCKET_CONDS else 1), f"= {fmt(acct)}")
         mm = r.get("mglru_metric")
-        if r.get("mglru") in ("on", "off"):
+        if r.get("mglru") in ("on", "off") and r.get("guest_mglru") == "absent":
+            # A kernel without MGLRU (5.10): the agent has nothing to say, and says nothing.
+            ck.check(run, "sockpressure_node_mglru_enabled absent (kernel without MGLRU)", mm is None, f"= {fmt(mm)}")
+        elif r.get("mglru") in ("on", "off"):
             ck.check(run, "sockpressure_node_mglru_enabled", mm == (1 if r["mglru"] == "on" else 0), f"= {fmt(mm)}")
         def has(signal, r=r):
             return r.get("signal_source", {}).get(signal, "none") != "none"
