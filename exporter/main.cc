@@ -179,7 +179,8 @@ absl::Status BuildSampler(const Options& opt, const SourceContext& ctx, Agent& a
   absl::StatusOr<std::unique_ptr<KubeIdentityResolver>> identity = StartKubeIdentity(opt.kubelet, std::getenv("NODE_IP"));
   if (!identity.ok()) return identity.status();
   agent.identity = std::move(*identity);
-  auto tracker = std::make_unique<StateTracker>(agent.identity.get(), ctx.all_tiers);
+  // doctor keeps every tier's values: it holds the best tier to memory.stat itself (doctor_node.h).
+  auto tracker = std::make_unique<StateTracker>(agent.identity.get(), ctx.all_tiers || opt.doctor);
   // doctor compares two consecutive samples: every collector reads both.
   const uint64_t context_every =
       opt.doctor ? 1 : static_cast<uint64_t>(std::max(1.0, ctx.context_seconds / ctx.interval_seconds));

@@ -292,6 +292,7 @@ int RenderDoctorReport(const Snapshot& before, const Snapshot& s, const DoctorOp
   ReportHeader(s, opt, out);
   doctor::ReportNode(s, out);
   doctor::ReportSignals(s, out);
+  doctor::ReportBlindTiers(before, s, out);
   doctor::ReportCollectors(s, out);
   const std::vector<Finding> findings = FindThrottled(prev, s);
   ReportThrottling(prev, s, findings, out);

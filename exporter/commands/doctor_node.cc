@@ -1,6 +1,10 @@
 #include "exporter/commands/doctor_node.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -143,6 +147,37 @@ void ReportSignals(const Snapshot& s, std::string* r) {
     Tier t = s.signal_tier[i];
     absl::StrAppend(r, absl::StrFormat("  %-16s %-14s ", SignalName(sig), TierName(t)), WhyTier(sig, t, s), "\n");
   }
+}
+
+void ReportBlindTiers(const Snapshot& before, const Snapshot& s, std::string* r) {
+  std::vector<std::string> lines;
+  for (const TierDisagreement& d : s.tier_disagreements) {
+    if (!d.blind) continue;
+    lines.push_back(absl::StrCat(TierName(d.tier), " is blind to ", SignalName(d.signal), " here (", d.total,
+                                 " spans short of the kernel's own count): not used"));
+  }
+  // Doctor's own two samples keep every tier's values (main.cc): the best
+  // reclaim tier against the memory.stat replay, cgroup by cgroup.
+  std::unordered_map<std::string, const CgroupView*> prev;
+  for (const CgroupView& c : before.cgroups) prev[c.path] = &c;
+  for (const CgroupView& c : s.cgroups) {
+    const Tier t = c.tier[static_cast<int>(Signal::kReclaim)];
+    auto p = prev.find(c.path);
+    if (t >= Tier::kMemoryEvents || p == prev.end()) continue;
+    auto moved = [&](Tier tier) -> uint64_t {
+      auto now = c.tiers.find(tier), then = p->second->tiers.find(tier);
+      if (now == c.tiers.end() || then == p->second->tiers.end()) return 0;
+      return now->second.scanned_total - std::min(now->second.scanned_total, then->second.scanned_total);
+    };
+    const uint64_t ref = moved(Tier::kMemoryStat), saw = moved(t);
+    if (ref < TierJudge::kReclaimSpanPages || saw * 4 >= ref) continue;
+    lines.push_back(absl::StrCat(TierName(t), " counted ", saw, " pages scanned in ", std::string(c.path),
+                                 " where memory.stat counted ", ref, ": the eBPF tier attached but does not see "
+                                 "(docs/kernel.md §9)"));
+  }
+  if (lines.empty()) return;
+  absl::StrAppend(r, "\nTiers that do not see\n");
+  for (const std::string& l : lines) absl::StrAppend(r, "  ! ", l, "\n");
 }
 
 void ReportCollectors(const Snapshot& s, std::string* r) {

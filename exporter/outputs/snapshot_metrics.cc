@@ -213,6 +213,23 @@ void WriteNode(const Snapshot& s, MetricWriter& out) {
   }
 }
 
+// The tier judge's verdicts (state/tier_judge.h): one series per signal and
+// tier that fell short at least once.
+void WriteTierDisagreements(const Snapshot& s, MetricWriter& out) {
+  if (s.tier_disagreements.empty()) return;
+  const std::vector<LabelRef> none;
+  out.Family("sockpressure_tier_disagreements_total",
+             "Spans in which a tier counted less than the kernel's own count from a second source: under a "
+             "quarter of the pages memory.stat says the cgroup scanned (reclaim), or no socket-pressure "
+             "assertion while memory.events.local sock_throttled moved (socket_pressure). After two, the tier is "
+             "not used for that signal (sockpressure_signal_source says which is).",
+             MetricKind::kCounter);
+  for (const TierDisagreement& d : s.tier_disagreements) {
+    out.Value(none, {{"signal", std::string(SignalName(d.signal))}, {"tier", std::string(TierName(d.tier))}},
+              static_cast<double>(d.total));
+  }
+}
+
 void WriteAgent(const Snapshot& s, const BuildInfo& build, MetricWriter& out) {
   const std::vector<LabelRef> none;
   out.Family("sockpressure_build_info", "Version of sockpressure_exporter; always 1.", MetricKind::kGauge);
@@ -268,18 +285,7 @@ void WriteAgent(const Snapshot& s, const BuildInfo& build, MetricWriter& out) {
              "as the one before ends, and the ticks missed are not caught up.",
              MetricKind::kCounter);
   out.Value(none, {}, static_cast<double>(s.sample_overruns_total));
-  if (!s.tier_disagreements.empty()) {
-    out.Family("sockpressure_tier_disagreements_total",
-               "Spans in which a tier counted less than the kernel's own count from a second source: under a "
-               "quarter of the pages memory.stat says the cgroup scanned (reclaim), or no socket-pressure "
-               "assertion while memory.events.local sock_throttled moved (socket_pressure). After two, the tier is "
-               "not used for that signal (sockpressure_signal_source says which is).",
-               MetricKind::kCounter);
-    for (const TierDisagreement& d : s.tier_disagreements) {
-      out.Value(none, {{"signal", std::string(SignalName(d.signal))}, {"tier", std::string(TierName(d.tier))}},
-                static_cast<double>(d.total));
-    }
-  }
+  WriteTierDisagreements(s, out);
   out.Family("sockpressure_last_sample_timestamp_seconds", "Unix time of the last sample.", MetricKind::kGauge);
   out.Value(none, {}, static_cast<double>(s.unix_millis) / 1000.0);
 

@@ -92,7 +92,9 @@ SWAP_EXPECT = {("6.1", "off"): "throttled", ("6.12", "off"): "clamped",
 # = the fallback agents boot beside the default one (one boot proves every tier on that kernel).
 EXTRA_BOOTS = ("noswap@6.1/off+fallback,nosocket@6.1/off+fallback,"
                "swap@6.12/off+fallback,swap@6.12/on+fallback,swap@6.1/on+fallback,"
-               "prune@6.1/off+fallback,slowread@6.1/off+fallback,proxy@6.1/off+fallback")
+               "prune@6.1/off+fallback,slowread@6.1/off+fallback,proxy@6.1/off+fallback,"
+               # 5.10, where the vmpressure tier once attached and saw nothing (docs/kernel.md §9).
+               "swap@5.10/off")
 # Every tier the issue asks a verdict from. A row is (id, `source` label of sockpressure_tier_*, the
 # sockpressure_probe_attached{probe,attach} that must be 1 for it to count as live, the families its
 # verdict reads). eBPF sources are split by probe: the `fentry` source carries both the fentry
