@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything, builds (and cross-builds for arm64), and runs every test
 # (unit, end-to-end, real Prometheus/Alertmanager, eBPF on this kernel, the
-# monitoring bundle, the arm64 artifacts, and the QEMU kernel lab). Run as root: the eBPF tests load programs and the network
-# tests create their own network namespaces.
+# monitoring bundle, the arm64 artifacts, and the QEMU kernel lab). Run as
+# root: the eBPF tests load programs and the network tests create their own
+# network namespaces.
 #   scripts/test.sh            # everything
 #   scripts/test.sh -L unit    # extra arguments go to ctest (then no sanitizers/fuzzing)
 # Without arguments it then runs the sanitizer builds (scripts/sanitizers.sh:
