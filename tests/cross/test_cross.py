@@ -3,12 +3,14 @@
 
     test_cross.py binary  <arm64 build dir>   the agent is an aarch64 ELF; its eBPF objects are arm64's
     test_cross.py package <arm64 build dir>   scripts/package.sh --arch arm64: .deb, tarball, SHA256SUMS
+    test_cross.py image   <arm64 build dir>   scripts/build-image.sh --arch arm64: image, archive, index
     test_cross.py deploy  <arm64 build dir>   no manifest under deploy/ pins the node architecture
 
 Nothing here runs an arm64 program (no emulator is assumed): the checks read the files. Exit 77 when
 the arm64 tree is not built (scripts/cross-build.sh builds it; scripts/test.sh does so as a stage) or a
 tool is missing; 1 on any failure.
 """
+import json
 import os
 import re
 import shutil
@@ -150,6 +152,46 @@ def test_package(build):
     return finish("scripts/package.sh --arch arm64 builds the arm64 .deb and tarball")
 
 
+def test_image(build):
+    binary = os.path.join(build, "sockpressure_exporter")
+    if not os.path.isfile(binary):
+        skip(f"{binary} not built (scripts/cross-build.sh)")
+    if os.geteuid() != 0:
+        skip("needs root: mmdebstrap unpacks root-owned files, buildah uses its root store")
+    for tool in ("mmdebstrap", "buildah", "file"):
+        if not shutil.which(tool):
+            skip(f"{tool} missing (scripts/install-deps.sh test installs it)")
+    p = run(["bash", os.path.join(ROOT, "scripts", "build-image.sh"), "--arch", "arm64", build])
+    print(p.stdout, end="")
+    if p.returncode != 0:
+        fail(f"scripts/build-image.sh --arch arm64 exited {p.returncode}:\n{p.stderr}")
+        return finish("")
+    image = re.search(r"^image (\S+)", p.stdout, re.M).group(1)
+    archive = re.search(r"^archive (\S+)", p.stdout, re.M).group(1)
+    index = re.search(r"^index (\S+)", p.stdout, re.M).group(1)
+    check(image.endswith("-arm64"), f"the arm64 image is not given the native name ({image})")
+    check(archive.endswith("_arm64.oci.tar"), f"its archive is named for arm64 ({os.path.basename(archive)})")
+    # What a node does with the index: a throwaway store pulls the arm64 instance from it, under the name
+    # deploy/ pulls, and that image's binary is the aarch64 agent.
+    with tempfile.TemporaryDirectory() as tmp:
+        store = ["buildah", "--root", os.path.join(tmp, "root"), "--runroot", os.path.join(tmp, "run")]
+        pulled = run(store + ["pull", "--quiet", "--arch", "arm64", f"oci-archive:{index}"])
+        check(pulled.returncode == 0, f"the index archive pulls with --arch arm64 {pulled.stderr.strip()}")
+        version = image.rsplit(":", 1)[1][: -len("-arm64")]
+        name = f"ghcr.io/sockpressure/sockpressure-exporter:{version}"
+        info = run(store + ["inspect", "--type", "image", name])
+        arch = json.loads(info.stdout)["OCIv1"].get("architecture") if info.returncode == 0 else None
+        check(arch == "arm64", f"{name} from the index is the arm64 image ({arch})")
+        ctr = run(store + ["from", "--quiet", name]).stdout.strip()
+        if ctr:
+            mnt = run(store + ["mount", ctr]).stdout.strip()
+            check_aarch64(os.path.join(mnt, "usr", "bin", "sockpressure_exporter"), "the image's agent")
+            run(store + ["umount", ctr])
+            run(store + ["rm", ctr])
+        run(store + ["rmi", "--all", "--force"])
+    return finish(f"scripts/build-image.sh --arch arm64 builds {image} and an index nodes pull it from")
+
+
 def test_deploy(_build):
     # A nodeSelector or node affinity on kubernetes.io/arch would keep the DaemonSet off arm64 nodes.
     pinned = []
@@ -166,11 +208,12 @@ def test_deploy(_build):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("binary", "package", "deploy"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("binary", "package", "image", "deploy"):
         print(__doc__, file=sys.stderr)
         return 2
     build = os.path.abspath(sys.argv[2])
-    return {"binary": test_binary, "package": test_package, "deploy": test_deploy}[sys.argv[1]](build)
+    tests = {"binary": test_binary, "package": test_package, "image": test_image, "deploy": test_deploy}
+    return tests[sys.argv[1]](build)
 
 
 if __name__ == "__main__":
