@@ -83,11 +83,11 @@ libraries() {
     ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u
     return
   fi
-  local todo=("$bin") f soname interp
+  local todo=("$bin") f soname interp seen
   interp="$(interpreter "$bin")"
   echo "$interp"
   # libc names the loader too: it is the loader already there, not a library to look up.
-  local seen=" $(basename "$interp") "
+  seen=" $(basename "$interp") "
   while [ "${#todo[@]}" -gt 0 ]; do
     f="${todo[0]}"
     todo=("${todo[@]:1}")
