@@ -1,6 +1,5 @@
-# Cross build for arm64 (aarch64) Linux from an x86-64 Debian host (docs/arm64.md):
-#   scripts/arm64-sysroot.sh
-#   cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake -DCMAKE_BUILD_TYPE=Release
+# Cross build for arm64 (aarch64) Linux from an x86-64 Debian host (docs/arm64.md). scripts/cross-build.sh
+# makes the sysroot and configures build-arm64 with this file; use it rather than a cmake line of your own.
 # Compiler, C library and libstdc++ are Debian's cross toolchain (crossbuild-essential-arm64); every other
 # library comes from Debian's own arm64 packages unpacked into the sysroot by scripts/arm64-sysroot.sh.
 # The sysroot is not passed as --sysroot: the cross compiler keeps its own libc and C++ headers (whose
@@ -12,12 +11,10 @@ set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 
-# Read by every try_compile too, where only the environment and this file's own directory are known.
-if(DEFINED ENV{SOCKPRESSURE_ARM64_SYSROOT})
-  set(_sp_sysroot "$ENV{SOCKPRESSURE_ARM64_SYSROOT}")
-else()
-  get_filename_component(_sp_sysroot "${CMAKE_CURRENT_LIST_DIR}/../.cache/arm64/sysroot" ABSOLUTE)
-endif()
+# Where scripts/arm64-sysroot.sh puts it (package.sh and build-image.sh read its file lists there too).
+# Found from this file's own directory: every try_compile reads the toolchain file again, without the
+# configure's variables.
+get_filename_component(_sp_sysroot "${CMAKE_CURRENT_LIST_DIR}/../.cache/arm64/sysroot" ABSOLUTE)
 if(NOT EXISTS "${_sp_sysroot}/usr/lib/aarch64-linux-gnu")
   message(FATAL_ERROR "no arm64 sysroot at ${_sp_sysroot}: run scripts/arm64-sysroot.sh first")
 endif()
