@@ -89,7 +89,7 @@ for deb in "$cache"/debs/*.deb; do
   pkg="$(dpkg-deb -f "$deb" Package)"
   ctl="$(mktemp -d)"
   dpkg-deb -e "$deb" "$ctl"
-  [ -f "$ctl/shlibs" ] && grep -v '^#' "$ctl/shlibs" >> "$cache/shlibs"
+  if [ -f "$ctl/shlibs" ]; then sed '/^#/d' "$ctl/shlibs" >> "$cache/shlibs"; fi
   rm -rf "$ctl"
   dpkg-deb -c "$deb" | awk -v p="$pkg" '$1 !~ /^d/ { sub(/^\./, "", $6); print $6, p }' >> "$cache/owners"
   case "$TOOLCHAIN_PKGS" in *" $pkg "*) continue ;; esac
