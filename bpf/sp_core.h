@@ -12,7 +12,9 @@
 
 #include <linux/types.h>
 #include <linux/bpf.h>
-#include <asm/ptrace.h> /* struct pt_regs (UAPI layout == kernel layout on x86_64) */
+/* The kprobe context: struct pt_regs on x86-64 (UAPI layout == kernel layout), struct user_pt_regs on
+ * arm64 (the head of the kernel's pt_regs); bpf/CMakeLists.txt puts the target's UAPI dir first. */
+#include <asm/ptrace.h>
 
 typedef __u8 u8;
 typedef __u16 u16;

@@ -193,19 +193,25 @@ int BPF_KPROBE(vmp_kprobe, u32 gfp, struct mem_cgroup *memcg, u64 tree, unsigned
 	return on_entry(memcg, arg_bool(tree), scanned, reclaimed);
 }
 
-#if defined(PT_REGS_PARM6) || defined(bpf_target_x86)
+/* The 6th argument's register: libbpf 1.1's BPF_KPROBE and PT_REGS_PARMn stop at 5 (PT_REGS_PARM6 came
+ * in libbpf 1.2). Every architecture the agent is built for needs this program: the loader picks it on
+ * kernels with the 6-argument prototype. */
+#if defined(PT_REGS_PARM6)
+#define SP_KPROBE_PARM6(ctx) PT_REGS_PARM6(ctx)
+#elif defined(bpf_target_x86)
+#define SP_KPROBE_PARM6(ctx) (__PT_REGS_CAST(ctx)->r9) /* SysV x86-64: rdi rsi rdx rcx r8 r9 */
+#elif defined(bpf_target_arm64)
+#define SP_KPROBE_PARM6(ctx) (__PT_REGS_CAST(ctx)->regs[5]) /* AAPCS64: x0..x7 */
+#else
+#error "the 6th kprobe argument's register is not known for this __TARGET_ARCH (bpf/CMakeLists.txt)"
+#endif
+
 SEC("?kprobe/vmpressure")
 int BPF_KPROBE(vmp_kprobe_order, u32 gfp, int order, struct mem_cgroup *memcg, u64 tree, unsigned long scanned)
 {
-	/* 6th argument: libbpf 1.1's BPF_KPROBE stops at 5. */
-#if defined(PT_REGS_PARM6)
-	unsigned long reclaimed = PT_REGS_PARM6(ctx);
-#else
-	unsigned long reclaimed = ctx->r9; /* x86-64 SysV */
-#endif
+	unsigned long reclaimed = SP_KPROBE_PARM6(ctx);
 	return on_entry(memcg, arg_bool(tree), scanned, reclaimed);
 }
-#endif
 
 SEC("?kretprobe/vmpressure")
 int BPF_KRETPROBE(vmp_kretprobe)

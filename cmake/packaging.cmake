@@ -13,8 +13,9 @@ set(_pkg_src ${CMAKE_SOURCE_DIR}/deploy)
 set(_pkg_out ${CMAKE_BINARY_DIR}/packaging)
 
 # Debian's architecture name (amd64, arm64) for both file names: it is what dpkg checks the .deb against.
+# A cross build's is the target's (cmake/toolchain-aarch64.cmake), never the build machine's dpkg.
 find_program(SOCKPRESSURE_DPKG dpkg)
-if(SOCKPRESSURE_DPKG)
+if(SOCKPRESSURE_DPKG AND NOT CMAKE_CROSSCOMPILING)
   execute_process(COMMAND ${SOCKPRESSURE_DPKG} --print-architecture OUTPUT_VARIABLE _pkg_arch
                   OUTPUT_STRIP_TRAILING_WHITESPACE)
 elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64)$")
@@ -95,8 +96,23 @@ set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${_pkg_arch})
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
-# Depends from the libraries the binary really links (dpkg-shlibdeps), not a hand-kept list.
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# Depends from the libraries the binary really links (dpkg-shlibdeps), not a hand-kept list. A cross
+# build's libraries belong to no installed package dpkg-shlibdeps could ask about: there
+# cmake/cross-depends.cmake maps them at cpack time through the sysroot packages' shlibs files.
+set(_pkg_cross_depends "")
+if(CMAKE_CROSSCOMPILING)
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
+  get_filename_component(_pkg_shlibs "${SOCKPRESSURE_SYSROOT}/../shlibs" ABSOLUTE)
+  if(NOT SOCKPRESSURE_SYSROOT OR NOT EXISTS "${_pkg_shlibs}")
+    message(FATAL_ERROR "a cross build needs ${_pkg_shlibs}: run scripts/arm64-sysroot.sh")
+  endif()
+  set(_pkg_cross_depends "set(SP_READELF \"${CMAKE_READELF}\")
+  set(SP_BINARY \"${CMAKE_BINARY_DIR}/sockpressure_exporter\")
+  set(SP_SHLIBS \"${_pkg_shlibs}\")
+  include(\"${CMAKE_SOURCE_DIR}/cmake/cross-depends.cmake\")")
+else()
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+endif()
 # The synopsis line is CPACK_PACKAGE_DESCRIPTION_SUMMARY; this is the extended description.
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
     "When a memory cgroup's reclaim scans much and frees little, the kernel asserts socket pressure and
@@ -113,6 +129,7 @@ file(CONFIGURE OUTPUT ${_pkg_out}/cpack-per-generator.cmake @ONLY CONTENT [[
 if(CPACK_GENERATOR STREQUAL "DEB")
   set(CPACK_COMPONENTS_ALL deb)
   set(CPACK_PACKAGING_INSTALL_PREFIX @_deb_prefix@)
+  @_pkg_cross_depends@
 else()
   set(CPACK_COMPONENTS_ALL tarball)
   set(CPACK_PACKAGING_INSTALL_PREFIX "")

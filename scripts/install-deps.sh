@@ -28,6 +28,9 @@ TEST_PKGS=(
   qemu-system-x86 busybox-static e2fsprogs cpio kmod zstd xz-utils gzip util-linux binutils systemd
   clang-14 libclang-rt-14-dev
   mmdebstrap buildah  # the release image (scripts/build-image.sh), without a registry
+  # The arm64 cross build (scripts/cross-build.sh): compiler, libc and libstdc++; the other arm64
+  # libraries are unpacked into a sysroot by scripts/arm64-sysroot.sh, never installed.
+  crossbuild-essential-arm64 file
 )
 
 missing() {  # prints the packages of "$@" that are not installed

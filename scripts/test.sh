@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs everything, builds, and runs every test (unit, end-to-end, real
-# Prometheus/Alertmanager, eBPF on this kernel, the monitoring bundle, and the
-# QEMU kernel lab). Run as root: the eBPF tests load programs and the network
-# tests create their own network namespaces.
+# Installs everything, builds (and cross-builds for arm64), and runs every test
+# (unit, end-to-end, real Prometheus/Alertmanager, eBPF on this kernel, the
+# monitoring bundle, the arm64 artifacts, and the QEMU kernel lab). Run as
+# root: the eBPF tests load programs and the network tests create their own
+# network namespaces.
 #   scripts/test.sh            # everything
 #   scripts/test.sh -L unit    # extra arguments go to ctest (then no sanitizers/fuzzing)
 # Without arguments it then runs the sanitizer builds (scripts/sanitizers.sh:
@@ -44,6 +45,8 @@ build() {
 }
 stage "install (apt-get)" scripts/install-deps.sh test
 stage "Release build" build
+# The arm64 agent, cross-compiled (docs/arm64.md); ctest -L cross checks what it built.
+stage "arm64 cross build" scripts/cross-build.sh --arch arm64 build-arm64
 if [ "$#" -gt 0 ]; then
   stage "ctest $*" ctest --test-dir build --output-on-failure --timeout 1800 "$@" || failed
   exit 0

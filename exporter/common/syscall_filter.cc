@@ -51,7 +51,10 @@ constexpr long kServeCalls[] = {
     SYS_getegid,
     // the connections: accepted, read, written, shut down, watched
     SYS_accept, SYS_accept4, SYS_recvfrom, SYS_recvmsg, SYS_sendto, SYS_sendmsg, SYS_shutdown, SYS_setsockopt,
-    SYS_getsockopt, SYS_getsockname, SYS_getpeername, SYS_epoll_wait, SYS_epoll_pwait, SYS_epoll_ctl, SYS_ppoll,
+    SYS_getsockopt, SYS_getsockname, SYS_getpeername, SYS_epoll_pwait, SYS_epoll_ctl, SYS_ppoll,
+#ifdef SYS_epoll_wait
+    SYS_epoll_wait,  // aarch64 has only epoll_pwait, which glibc's epoll_wait() calls there
+#endif
 #ifdef SYS_poll
     SYS_poll,
 #endif
