@@ -133,6 +133,11 @@ UNATTACHABLE = {
     ("fentry-prunes", "6.1"): "6.1's x86-64 BPF trampoline takes at most 6 arguments and tcp_collapse() has 7: "
                               "the attach fails with -524 (ENOTSUPP) and the agent uses kprobe (more arguments: 6.6+)",
 }
+# Probes a forced agent cannot attach on a kernel, measured, with why (no verdict there, not a pass).
+FORCED_UNATTACHABLE = {
+    ("tcp_drops", "tp_btf", "5.10"): "5.10 has no skb drop reasons (5.17+): nothing to filter PROTO_MEM drops on",
+    ("tcp_drops", "raw_tp", "5.10"): "5.10 has no skb drop reasons (5.17+): nothing to filter PROTO_MEM drops on",
+}
 TCPEXT_KEYS = ("PruneCalled", "RcvPruned", "OfoPruned", "TCPRcvCollapsed", "TCPRcvQDrop", "TCPOFODrop")
 TIER_LABEL = {"fentry": "fentry (vmpressure)", "fexit-clamps": "fexit (window clamps)",
               "kprobe": "kprobe (vmpressure)", "kprobe-clamps": "kprobe (window clamps)",
@@ -814,7 +819,25 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
                             f"program='{m.get('program')}'}}{rng})")
             if runs:
                 cost[m.get("program")] = (v * 1e9 / runs, runs)
-        res["agent_tiers"][name] = {"tiers": tiers, "probes": probes, "cost": cost, "sums": sums}
+        # 6.19+: each tier's socket-pressure seconds against A's sock_throttled, in 1 s steps: steps where
+        # both moved, steps where only the tier did, steps where only the kernel's count did.
+        judge = {}
+        thr = f'(increase(sockpressure_memcg_sock_throttled_total{{cgroup="{A}",lab_agent="{first}"}}[2s]) > 0)'
+        for m, _ in p.query(f'max_over_time(sockpressure_tier_socket_pressure_seconds_total'
+                            f'{{cgroup="{A}",lab_agent="{name}"}}{rng})'):
+            src = m.get("source")
+            tier = (f'(increase(sockpressure_tier_socket_pressure_seconds_total{{cgroup="{A}",lab_agent="{name}",'
+                    f'source="{src}"}}[2s]) > 0)')
+            # Over the transfer only: before it A has no socket, so pressure moves no sock_throttled.
+            ts = guest.first("transfer_start")
+            if not ts:
+                continue
+            span = int(ts[2].get("seconds", 30))
+            steps = lambda e, ts=ts, span=span: p.scalar(  # noqa: E731
+                f"count_over_time(({e})[{span}s:1s])", at=ts[0] + span) or 0
+            judge[src] = {"both": steps(f"{thr} and on() {tier}"), "tier_only": steps(f"{tier} unless on() {thr}"),
+                          "kernel_only": steps(f"{thr} unless on() {tier}")}
+        res["agent_tiers"][name] = {"tiers": tiers, "probes": probes, "cost": cost, "sums": sums, "judge": judge}
     res["tiers_json"] = {n: {"probes": a["probes"], "tiers": {t: {f"{fam} {cg}": v for (fam, cg), v in vals.items()}
                                                               for t, vals in a["tiers"].items()}}
                          for n, a in res["agent_tiers"].items()}
@@ -1071,6 +1094,10 @@ def assess(args, results):
         for name, data in r.get("agent_tiers", {}).items():
             flags = dict(r.get("agents", [])).get(name, "")
             for probe, attach in forced_attach(flags).items():
+                why = FORCED_UNATTACHABLE.get((probe, attach, r.get("kernel")))
+                if why:
+                    ck.missing(run, f"agent {name}: {probe} attached as {attach} (forced)", why)
+                    continue
                 ck.check(run, f"agent {name}: {probe} attached as {attach} (forced)",
                          (probe, attach) in {tuple(p) for p in data["probes"]},
                          "attached: " + ", ".join(f"{p}={a}" for p, a in data["probes"]))
