@@ -345,10 +345,13 @@ class Guest(Console):
                        for k, (_, _, hp) in enumerate(agents))
         if cond in NOSOCKET_CONDS:
             append.append("cgroup.memory=nosocket")
-        if cond in PROXY_CONDS:
-            offs = vmp_offsets(guest_files["KERNEL"])
-            if offs:
-                append.append(f"lab.vmp_offsets={offs}")
+        # Every boot traces the kernel's own vmpressure() verdicts (guest/vmptrace.sh): the judge the
+        # agent's socket-pressure events are held to.
+        offs = vmp_offsets(guest_files["KERNEL"])
+        if offs:
+            append.append(f"lab.vmp_offsets={offs}")
+        if guest_files.get("KVER", "").startswith("7."):
+            append.append("lab.vmp_layout=order")
         # User networking only forwards the agents' ports to host loopback.
         super().__init__(qemu_cmd(args.qemu, guest_files, append, args.mem_mib, fwd),
                          os.path.join(rundir, f"{run or cond}.console.log"))
@@ -1124,6 +1127,8 @@ def assess(args, results):
         r["tier_obs"] = obs
         if cond in PROXY_CONDS:
             assess_proxy(ck, run, r, A, B, thr, hooks)
+        elif cond not in NOSOCKET_CONDS and cond != "churn":
+            assess_trace(ck, run, r, A, B)
         assess_prunes(ck, run, r, A, B)
         if cond == "churn":
             assess_churn(ck, run, r, A, hooks)
@@ -1300,6 +1305,32 @@ def assess_prunes(ck, run, r, A, B):
                               f"memory drops {'=' if rx_sk else '<='} TCPRcvQDrop + TCPOFODrop", ok,
                          f"{fmt(segs)} vs {d['OfoPruned']}, {fmt(drops)} vs {kdrops} "
                          f"({kdrops - drops:.0f} without a socket to attribute them to)")
+
+
+def assess_trace(ck, run, r, A, B):
+    """The kernel as the judge (guest/vmptrace.sh): the socket-pressure assertions the agent reports for A
+    and B against those the kernel made, replayed from a kprobe trace of every vmpressure() call. Exact
+    when no trace event was lost (within 2 %, at least 2: the trace stops a moment before the last
+    scrape); a floor otherwise."""
+    vmp = r.get("vmp")
+    if vmp is None:
+        ck.missing(run, "A and B: socket-pressure events against the kernel's traced vmpressure() assertions",
+                   r.get("vmp_trace") or "no vmp_result from the guest")
+        return
+    r["vmp_compare"] = {"overrun": vmp.get("overrun"), "calls": vmp.get("calls")}
+    for key in ("A", "B"):
+        kernel, agent = vmp.get(f"{key}_assertions", 0), r.get(f"{key}_events")
+        r["vmp_compare"].update({f"kernel_{key}": kernel, f"agent_{key}": agent})
+        detail = (f"kernel {kernel} of {vmp.get(f'{key}_windows', 0)} windows, agent {fmt(agent)} "
+                  f"({r.get('signal_source', {}).get('socket_pressure')}); {vmp.get('calls')} calls traced, "
+                  f"overrun {vmp.get('overrun')}")
+        if vmp.get("overrun"):
+            ck.check(run, f"{key}: the agent's socket-pressure events >= the kernel's traced assertions (trace lost "
+                          "events)", agent is not None and agent >= kernel, detail)
+        else:
+            ck.check(run, f"{key}: the agent's socket-pressure events = the kernel's traced vmpressure() assertions",
+                     agent is not None and abs(agent - kernel) <= max(2, 0.02 * kernel) and (kernel > 0) == (agent > 0),
+                     detail)
 
 
 def assess_proxy(ck, run, r, A, B, thr, hooks):

@@ -163,56 +163,7 @@ group_reporting
 [report]
 numjobs=$FIO_JOBS
 EOF
-# --- the kernel's own socket-pressure assertions, traced: a kprobe on vmpressure() (tracefs, not the
-# agent's eBPF) whose arguments an awk replays through vmpressure()'s socket-pressure rule, per cgroup
-# name (mm/vmpressure.c, tree == false: accumulate per memcg until 512 pages are scanned, then medium
-# (60 %) or worse sets memcg->socket_pressure). The host passes the member offsets from the kernel's
-# BTF (lab.vmp_offsets=CSS_CGROUP,CGROUP_KN,KN_NAME; core_fields.py --offsets); without them, or where
-# the kernel refuses the probe, there is no trace and the host says so.
-VMP_OFF=$(arg vmp_offsets "")
-TR=/sys/kernel/tracing
-if [ -n "$VMP_OFF" ]; then
-  set -- $(echo "$VMP_OFF" | tr ',' ' ')
-  # gfp, tree, scanned, reclaimed are vmpressure()'s 1st, 3rd, 4th and 5th arguments (x86-64: di, dx,
-  # cx, r8); the cgroup's name is memcg (si) -> css.cgroup -> kn -> name, and a :string argument is the
-  # address of the string, hence the outer +0().
-  if echo "p:lab/vmp vmpressure gfp=%di:u32 tree=%dx:u8 scanned=%cx:u64 reclaimed=%r8:u64 cg=+0(+$3(+$2(+$1(%si)))):string" \
-      >>$TR/kprobe_events 2>/tmp/vmp.err && echo 1 >$TR/events/lab/vmp/enable; then
-    # The awk keeps up with the pipe; the totals are rewritten on every assertion and every 2,000 calls.
-    awk '{
-      g = t = s = r = c = ""
-      for (i = 1; i <= NF; i++) {
-        if ($i ~ /^gfp=/) g = substr($i, 5); else if ($i ~ /^tree=/) t = substr($i, 6)
-        else if ($i ~ /^scanned=/) s = substr($i, 9); else if ($i ~ /^reclaimed=/) r = substr($i, 11)
-        else if ($i ~ /^cg=/) { c = substr($i, 4); gsub(/"/, "", c) }
-      }
-      if (t == "") next
-      calls++
-      # The rule: userland-helpable allocations only (__GFP_HIGHMEM|__GFP_MOVABLE|__GFP_IO|__GFP_FS),
-      # something scanned, the per-memcg (tree == 0) path, never the root.
-      if (t == 0 && s > 0 && and(g + 0, 202) && c != "" && c != "/") {
-        S[c] += s; R[c] += r
-        if (S[c] >= 512) {
-          sc = S[c]; rc = R[c]; S[c] = R[c] = 0; win[c]++
-          p = 0
-          if (rc < sc) { scale = sc + rc; p = scale - int(rc * scale / sc); p = int(p * 100 / scale) }
-          if (p >= 60) { n[c]++; dump = 1 }
-        }
-      }
-      if (dump || calls % 2000 == 0) {
-        out = "calls=" calls
-        for (k in win) out = out " " k "_windows=" win[k] " " k "_assertions=" (n[k] + 0)
-        print out >"/tmp/vmp.totals"; close("/tmp/vmp.totals"); dump = 0
-      }
-    }' <$TR/trace_pipe &
-    VMP_AWK=$!
-    log vmp_trace on offsets="$VMP_OFF"
-  else
-    log vmp_trace off reason="$(tr '\n"' " '" </tmp/vmp.err) (kprobe_events refused)"
-  fi
-else
-  log vmp_trace off reason="no lab.vmp_offsets"
-fi
+vmp_trace_start
 
 in_cgroup $CGB env LD_LIBRARY_PATH=$TOOLS/lib $TOOLS/bin/fio --readonly --output-format=terse \
   --output=/tmp/fio.out /tmp/fio.job >/tmp/fio.log 2>&1 &
@@ -249,13 +200,7 @@ while [ -n "$(cat /sys/fs/cgroup/$CGB/cgroup.procs)" ] && [ $i -lt 60 ]; do slee
 # Terse v3: field 6 read KiB, 7 read bandwidth KiB/s, 9 read runtime ms.
 log fio $(awk -F';' 'NF > 9 {printf "io_kib=%s bw_kibps=%s runtime_ms=%s", $6, $7, $9}' /tmp/fio.out) \
   error="$(grep -m1 -i 'error\|fio:' /tmp/fio.log | tr '"' "'")"
-if [ -n "$VMP_AWK" ]; then
-  echo 0 >$TR/events/lab/vmp/enable
-  sleep 2
-  # overrun: events the ring buffer dropped before the awk read them (then the counts are a floor).
-  log vmp_result $(cat /tmp/vmp.totals 2>/dev/null) overrun=$(awk '/^overrun/{s += $2} END{print s + 0}' $TR/per_cpu/cpu*/stats)
-  kill $VMP_AWK 2>/dev/null
-fi
+vmp_trace_stop
 for cg in $CGA $CGB; do
   log memory_events cg=$cg $(awk '{printf "%s=%s ", $1, $2}' /sys/fs/cgroup/$cg/memory.events)
 done

@@ -1,0 +1,72 @@
+# The kernel's own socket-pressure assertions, traced (sourced by init for every condition): a kprobe on
+# vmpressure() through tracefs, not the agent's eBPF, whose arguments an awk replays per cgroup name.
+# vmp_trace_start before the load, vmp_trace_stop at the end logs vmp_result with each cgroup's
+# windows and assertions (and overrun: events the ring buffer dropped, when the counts are a floor).
+# The rule replayed, per cgroup
+# name (mm/vmpressure.c, tree == false: accumulate per memcg until 512 pages are scanned, then medium
+# (60 %) or worse sets memcg->socket_pressure). The host passes the member offsets from the kernel's
+# BTF (lab.vmp_offsets=CSS_CGROUP,CGROUP_KN,KN_NAME; core_fields.py --offsets); without them, or where
+# the kernel refuses the probe, there is no trace and the host says so.
+vmp_trace_start() {
+  VMP_OFF=$(arg vmp_offsets "")
+  TR=/sys/kernel/tracing
+  VMP_AWK=
+  # The register of each argument: 5.10-6.x vmpressure(gfp, memcg, tree, scanned, reclaimed); 7.x adds
+  # `order` after gfp (lab.vmp_layout=order, docs/kernel.md §2), which moves the rest one register on.
+  if [ "$(arg vmp_layout plain)" = order ]; then
+    R_MEMCG=%dx R_TREE=%cx R_SCANNED=%r8 R_RECLAIMED=%r9
+  else
+    R_MEMCG=%si R_TREE=%dx R_SCANNED=%cx R_RECLAIMED=%r8
+  fi
+  if [ -n "$VMP_OFF" ]; then
+    set -- $(echo "$VMP_OFF" | tr ',' ' ')
+    # x86-64 passes arguments in di, si, dx, cx, r8, r9; the cgroup's name is memcg -> css.cgroup -> kn
+    # -> name, and a :string argument is the address of the string, hence the outer +0(). tree is read
+    # as u8: only its low byte is the bool (docs/kernel.md §9).
+    if echo "p:lab/vmp vmpressure gfp=%di:u32 tree=$R_TREE:u8 scanned=$R_SCANNED:u64 reclaimed=$R_RECLAIMED:u64 cg=+0(+$3(+$2(+$1($R_MEMCG)))):string" \
+        >>$TR/kprobe_events 2>/tmp/vmp.err && echo 1 >$TR/events/lab/vmp/enable; then
+      # The awk keeps up with the pipe; the totals are rewritten on every assertion and every 2,000 calls.
+      awk '{
+        g = t = s = r = c = ""
+        for (i = 1; i <= NF; i++) {
+          if ($i ~ /^gfp=/) g = substr($i, 5); else if ($i ~ /^tree=/) t = substr($i, 6)
+          else if ($i ~ /^scanned=/) s = substr($i, 9); else if ($i ~ /^reclaimed=/) r = substr($i, 11)
+          else if ($i ~ /^cg=/) { c = substr($i, 4); gsub(/"/, "", c) }
+        }
+        if (t == "") next
+        calls++
+        # The rule: userland-helpable allocations only (__GFP_HIGHMEM|__GFP_MOVABLE|__GFP_IO|__GFP_FS),
+        # something scanned, the per-memcg (tree == 0) path, never the root.
+        if (t == 0 && s > 0 && and(g + 0, 202) && c != "" && c != "/") {
+          S[c] += s; R[c] += r
+          if (S[c] >= 512) {
+            sc = S[c]; rc = R[c]; S[c] = R[c] = 0; win[c]++
+            p = 0
+            if (rc < sc) { scale = sc + rc; p = scale - int(rc * scale / sc); p = int(p * 100 / scale) }
+            if (p >= 60) { n[c]++; dump = 1 }
+          }
+        }
+        if (dump || calls % 2000 == 0) {
+          out = "calls=" calls
+          for (k in win) out = out " " k "_windows=" win[k] " " k "_assertions=" (n[k] + 0)
+          print out >"/tmp/vmp.totals"; close("/tmp/vmp.totals"); dump = 0
+        }
+      }' <$TR/trace_pipe &
+      VMP_AWK=$!
+      log vmp_trace on offsets="$VMP_OFF"
+    else
+      log vmp_trace off reason="$(tr '\n"' " '" </tmp/vmp.err) (kprobe_events refused)"
+    fi
+  else
+    log vmp_trace off reason="no lab.vmp_offsets"
+  fi
+}
+
+vmp_trace_stop() {
+  [ -n "$VMP_AWK" ] || return 0
+  echo 0 >$TR/events/lab/vmp/enable
+  sleep 2
+  log vmp_result $(cat /tmp/vmp.totals 2>/dev/null) overrun=$(awk '/^overrun/{s += $2} END{print s + 0}' $TR/per_cpu/cpu*/stats)
+  kill $VMP_AWK 2>/dev/null
+  VMP_AWK=
+}
