@@ -687,11 +687,6 @@ def collect_proxy(res, guest):
     res["control_end_s"] = round(e[0] - guest.started, 1) if e else None
     m = guest.first("remedy")
     res["remedy"] = m[2].get("name") if m else None
-    t = guest.first("vmp_trace")
-    res["vmp_trace"] = (t[2].get("reason") or t[3]) if t and t[3].split()[2:3] != ["on"] else None
-    v = guest.first("vmp_result")
-    if v:
-        res["vmp"] = {k: int(x) for k, x in v[2].items() if x.isdigit()}
     f = guest.first("fio")
     if f:
         res["fio_bw_kibps"] = float(f[2]["bw_kibps"]) if f[2].get("bw_kibps") else None
@@ -739,6 +734,12 @@ def collect_guest(res, guest):
         res[f"guest_{key}_pgscan"] = int(e[2].get("pgscan", 0))
         res[f"guest_{key}_pgsteal"] = int(e[2].get("pgsteal", 0))
         res[f"guest_{key}_sock_throttled"] = e[2].get("sock_throttled")  # "absent" before 6.19
+    # The kernel's own vmpressure() verdicts, traced in every boot (guest/vmptrace.sh).
+    t = guest.first("vmp_trace")
+    res["vmp_trace"] = (t[2].get("reason") or t[3]) if t and t[3].split()[2:3] != ["on"] else None
+    v = guest.first("vmp_result")
+    if v:
+        res["vmp"] = {k: int(x) for k, x in v[2].items() if x.isdigit()}
     c = guest.first("clamp_first")
     res["first_clamp_s"] = float(c[2]["t"]) if c else None
     res["guest_clamped"] = c is not None
@@ -1324,13 +1325,15 @@ def assess_trace(ck, run, r, A, B):
         detail = (f"kernel {kernel} of {vmp.get(f'{key}_windows', 0)} windows, agent {fmt(agent)} "
                   f"({r.get('signal_source', {}).get('socket_pressure')}); {vmp.get('calls')} calls traced, "
                   f"overrun {vmp.get('overrun')}")
-        if vmp.get("overrun"):
-            ck.check(run, f"{key}: the agent's socket-pressure events >= the kernel's traced assertions (trace lost "
-                          "events)", agent is not None and agent >= kernel, detail)
-        else:
-            ck.check(run, f"{key}: the agent's socket-pressure events = the kernel's traced vmpressure() assertions",
-                     agent is not None and abs(agent - kernel) <= max(2, 0.02 * kernel) and (kernel > 0) == (agent > 0),
-                     detail)
+        # The agent counts the deadline's moves; a medium window completed in the jiffy that set the
+        # deadline writes the same jiffies + HZ again and moves nothing, yet the trace counts it (5.10
+        # proxy: 292 moves, 493 traced). Two CPUs' exits can both see one move (the program cannot take
+        # the kernel's sr_lock). So: at most 5 % (or 2) above what the kernel asserted, at least half of
+        # it, and both or neither zero.
+        ok = agent is not None and (kernel > 0) == (agent > 0) and (
+            agent >= kernel if vmp.get("overrun") else 0.5 * kernel <= agent <= kernel + max(2, 0.05 * kernel))
+        ck.check(run, f"{key}: the agent's socket-pressure events match the kernel's traced vmpressure() assertions "
+                      "(deadline moves: at least half, at most 5 % more)", ok, detail)
 
 
 def assess_proxy(ck, run, r, A, B, thr, hooks):
