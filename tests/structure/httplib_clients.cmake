@@ -4,7 +4,7 @@
 # only the client of Alertmanager and of the kubelet (docs/structure.md).
 # Run: cmake -DSRC_DIR=<source root> -P httplib_clients.cmake
 cmake_policy(SET CMP0057 NEW)
-set(clients alerting/alertmanager.cc identity/kubelet_client.cc)
+set(clients alerting/alertmanager_client.cc identity/kubelet_client.cc)
 file(GLOB_RECURSE files RELATIVE ${SRC_DIR}/exporter ${SRC_DIR}/exporter/*.h ${SRC_DIR}/exporter/*.cc)
 set(failures)
 foreach(f ${files})
