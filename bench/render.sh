@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# /metrics exposition benchmark (default profile and --collector.context) on
+# /metrics exposition benchmark (the core and context profiles, --metrics.profile) on
 # generated trees of 1,000 and 10,000 cgroups (bench/make_tree.py, never the
 # real cgroupfs):
 #  1. render time per format in-process (render_bench), against peers in the
@@ -29,7 +29,7 @@ for n in "${SIZES[@]}"; do
   "$BUILD/bench/render_bench" "$tree" 7 | tee "$WORK/render_$n.txt"
 
   for profile in core context; do
-    flags=(--no-collector.context); [ "$profile" = context ] && flags=(--collector.context)
+    flags=(--metrics.profile="$profile")
     port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
     extra=()
     help_text="$("$AGENT" --help)"

@@ -86,9 +86,7 @@ void RegisterFlags(FlagSet& flags, Options& opt) {
   RegisterSourceFlags(&flags, &opt.sources);
   flags.String("log.level", &opt.log_level, "Only log messages with the given severity or above: debug, info, warn, error.");
   RegisterKubeletFlags(&flags, &opt.kubelet);
-  flags.Bool("doctor", &opt.doctor,
-             "Run the one-shot node report (same as the `doctor` command) and exit: 0 no throttling, 1 throttling "
-             "found, 2 cannot tell.");
+  flags.Bool("doctor", &opt.doctor, "Deprecated: the `doctor` command, which it runs.");
   RegisterAlertingFlags(&flags, &opt.alerting);
   RegisterCollectorFlags(&flags, &opt.sources);
 }
@@ -113,6 +111,9 @@ std::optional<int> ParseCommandLine(FlagSet& flags, int argc, char** argv, Optio
     return Fail(absl::InvalidArgumentError("--log.level must be debug, info, warn or error"));
   }
   SetLogLevel(level);
+  if (absl::Status profile = MetricsProfileFromFlags(flags, &opt.http); !profile.ok()) return Fail(profile);
+  // One way to run the report: the `doctor` command; --doctor is its old spelling.
+  if (flags.Given("doctor")) SP_LOG_WARN("--doctor is deprecated: run `sockpressure_exporter doctor`");
   if (!positional.empty() && positional[0] == "doctor" && positional.size() == 1) {
     opt.doctor = true;
     positional.clear();

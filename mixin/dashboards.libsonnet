@@ -16,8 +16,8 @@ local t = g.target;
     local CG = NODE + ', namespace=~"$namespace", pod=~"$pod", cgroup=~"$cgroup"',
     local RI = '$__rate_interval',
     local UID = c.dashboardUIDs,
-    // Panels over series the agent exports only with --collector.context say so.
-    local CTX = "Needs the agent's context profile (--collector.context); empty in the default profile.",
+    // Panels over series the agent exports only with --metrics.profile=context say so.
+    local CTX = "Needs the agent's context profile (--metrics.profile=context); empty in the default profile.",
 
     local variable(name, label, query, multi=true, includeAll=true) = {
       name: name,

@@ -2,23 +2,20 @@
 
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
-#include <httplib.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <unordered_set>
 
-#include <openssl/x509.h>
-
 #include "absl/strings/strip.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "exporter/common/label_escape.h"
 #include "exporter/alerting/alerting.pb.h"
+#include "exporter/alerting/alertmanager_client.h"
+#include "exporter/common/label_escape.h"
 #include "exporter/common/file_reader.h"
 #include "exporter/common/logging.h"
 #include "exporter/common/syscall_filter.h"
@@ -28,8 +25,7 @@ namespace sockpressure {
 
 struct AlertmanagerPusher::Target {
   std::string url;   // as given, for labels and logs
-  std::string path;  // <prefix>/api/v2/alerts
-  std::unique_ptr<httplib::Client> client;
+  std::unique_ptr<AlertmanagerClient> client;
   std::unordered_map<std::string, Acked> acked;
   double backoff_seconds = 0;
   int64_t next_attempt_ms = 0;
@@ -38,53 +34,9 @@ struct AlertmanagerPusher::Target {
   uint64_t alerts_sent_total = 0, errors_total = 0;
   double last_latency_seconds = -1;
   std::string last_error;
-  // While a push is in flight: when the watchdog cuts it (wall ms), and
-  // whether it did. Guarded by mu_.
-  int64_t deadline_ms = 0;
-  bool cut = false;
 };
 
 namespace {
-
-// What Alertmanager answered to one push, read by us: httplib would hold an
-// answer of any size in memory, and a peer that answers with gigabytes (a
-// broken proxy, a hostile endpoint) would choose the agent's memory.
-struct Answer {
-  bool answered = false;  // a complete answer was read
-  httplib::Error error = httplib::Error::Success;
-  int status = 0;
-  std::string body;  // at most kMaxAnswerBytes
-  bool too_big = false;
-};
-
-// Alertmanager answers a push with a few bytes (nothing, or an error line).
-constexpr size_t kMaxAnswerBytes = 64 << 10;
-
-Answer Post(httplib::Client& client, const std::string& path, std::string body) {
-  Answer answer;
-  httplib::Request req;
-  req.method = "POST";
-  req.path = path;
-  req.headers = {{"Content-Type", "application/json"}};
-  req.body = std::move(body);
-  req.response_handler = [&answer](const httplib::Response& r) {
-    answer.status = r.status;
-    return true;
-  };
-  // Read the answer ourselves: httplib would hold any size in memory.
-  req.content_receiver = [&answer](const char* data, size_t n, uint64_t, uint64_t) {
-    if (answer.body.size() + n > kMaxAnswerBytes) {
-      answer.too_big = true;
-      return false;
-    }
-    answer.body.append(data, n);
-    return true;
-  };
-  httplib::Response res;
-  answer.answered = client.send(req, res, answer.error);
-  return answer;
-}
-
 
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
@@ -114,38 +66,11 @@ absl::StatusOr<std::unique_ptr<AlertmanagerPusher>> AlertmanagerPusher::Create(A
     if (!ca.ok()) return absl::InvalidArgumentError(absl::StrCat("reading --alertmanager.ca-file: ", ca.status().message()));
   }
   for (const std::string& url : o.urls) {
-    // "http://host:9093" or "https://host/prefix": httplib wants scheme+host+port
-    // and the path separately.
-    size_t scheme_end = url.find("://");
-    if (scheme_end == std::string::npos || !(absl::StartsWith(url, "http://") || absl::StartsWith(url, "https://"))) {
-      return absl::InvalidArgumentError(absl::StrCat("--alertmanager.url must start with http:// or https://: ", url));
-    }
-    size_t path_start = url.find('/', scheme_end + 3);
-    std::string base = path_start == std::string::npos ? url : url.substr(0, path_start);
-    std::string prefix = path_start == std::string::npos ? "" : url.substr(path_start);
-    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+    absl::StatusOr<std::unique_ptr<AlertmanagerClient>> client = AlertmanagerClient::Create(url, o, password);
+    if (!client.ok()) return client.status();
     auto t = std::make_unique<Target>();
     t->url = url;
-    t->path = prefix + "/api/v2/alerts";
-    t->client = std::make_unique<httplib::Client>(base);
-    if (!t->client->is_valid()) return absl::InvalidArgumentError(absl::StrCat("invalid --alertmanager.url ", url));
-    const int64_t ms = Ms(p->options_.timeout_seconds);
-    const time_t sec = static_cast<time_t>(ms / 1000), usec = static_cast<time_t>((ms % 1000) * 1000);
-    t->client->set_connection_timeout(sec, usec);
-    t->client->set_read_timeout(sec, usec);
-    t->client->set_write_timeout(sec, usec);
-    // One connection per Alertmanager, reused between pushes.
-    t->client->set_keep_alive(true);
-    if (absl::StartsWith(url, "https://")) {
-      t->client->enable_server_certificate_verification(!o.insecure_skip_verify);
-      if (!o.ca_file.empty()) t->client->set_ca_cert_path(o.ca_file.c_str());
-    }
-    if (!o.basic_auth_username.empty()) {
-      if (absl::StartsWith(url, "http://")) {
-        SP_LOG_WARN("alertmanager ", url, ": basic auth over plain http sends the password in clear text");
-      }
-      t->client->set_basic_auth(o.basic_auth_username, password);
-    }
+    t->client = std::move(*client);
     p->targets_.push_back(std::move(t));
   }
   return p;
@@ -162,10 +87,8 @@ void AlertmanagerPusher::Start() {
   // One thread per Alertmanager: each on its own schedule, so a slow or
   // failing one never delays another.
   for (auto& t : targets_) {
-    ++pushing_;
     threads_.emplace_back([this, target = t.get()] { Run(*target); });
   }
-  watchdog_ = std::thread([this] { Watch(); });
 }
 
 void AlertmanagerPusher::Stop() {
@@ -174,40 +97,11 @@ void AlertmanagerPusher::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  watch_cv_.notify_all();
-  // The watchdog cuts a push in flight once stopping_ is set (SIGTERM does
-  // not wait for a slow Alertmanager), then ends after the pusher.
+  // SIGTERM does not wait for a slow Alertmanager: a push in flight is cut
+  // now, and one about to start is cut at once.
+  for (auto& t : targets_) t->client->Shutdown();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
-  watch_cv_.notify_all();
-  if (watchdog_.joinable()) watchdog_.join();
-}
-
-void AlertmanagerPusher::Watch() {
-  EnterUnprivilegedThread("sp-alertmgr-dl");
-  ConfineThisThread(SyscallProfile::kServe);  // only cuts sockets short
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    int64_t next = 0, now = NowMs();
-    bool in_flight = false;
-    for (auto& t : targets_) {
-      if (t->deadline_ms == 0) continue;
-      in_flight = true;
-      if (stopping_ || now >= t->deadline_ms) {
-        // Thread-safe in httplib: shuts the socket down under the pusher's
-        // read or write, which then fails at once.
-        if (!t->cut) t->client->stop();
-        t->cut = true;
-      } else if (next == 0 || t->deadline_ms < next) {
-        next = t->deadline_ms;
-      }
-    }
-    if (stopping_ && !in_flight && pushing_ == 0) return;
-    // While stopping, look again soon: a push may be between taking its
-    // deadline and opening its socket, where stop() has nothing to cut yet.
-    const int64_t wait_ms = stopping_ ? 50 : next == 0 ? 60000 : std::max<int64_t>(next - now, 1);
-    watch_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
-  }
 }
 
 void AlertmanagerPusher::Bump(Alert& a, int64_t now_ms) {
@@ -331,13 +225,7 @@ bool AlertmanagerPusher::Due(const Target& t, const std::string& key, const Aler
   return a.firing && now_ms - it->second.sent_ms >= Ms(options_.resend_seconds);
 }
 
-void AlertmanagerPusher::Attempt(Target& t, int64_t now_ms, std::unique_lock<std::mutex>& lock) {
-  struct Item {
-    std::string key;
-    uint64_t version;
-    int64_t changed_ms;
-  };
-  std::vector<Item> batch;
+std::string AlertmanagerPusher::Batch(const Target& t, int64_t now_ms, std::vector<Sent>* batch) const {
   std::string body = "[";
   // A firing alert's endsAt lies a few resend intervals ahead: refreshed
   // while the agent runs, it expires on its own if the agent dies.
@@ -354,60 +242,48 @@ void AlertmanagerPusher::Attempt(Target& t, int64_t now_ms, std::unique_lock<std
     pa.set_generator_url(a.generator_url);
     std::string one;
     if (!google::protobuf::util::MessageToJsonString(pa, &one, json).ok()) continue;
-    absl::StrAppend(&body, batch.empty() ? "" : ",", one);
-    batch.push_back({key, a.version, a.changed_ms});
+    absl::StrAppend(&body, batch->empty() ? "" : ",", one);
+    batch->push_back({key, a.version, a.changed_ms});
   }
+  return body + "]";
+}
+
+void AlertmanagerPusher::Attempt(Target& t, int64_t now_ms, std::unique_lock<std::mutex>& lock) {
+  std::vector<Sent> batch;
+  std::string body = Batch(t, now_ms, &batch);
   if (batch.empty()) return;
-  body += "]";
-
-  // The whole request gets --alertmanager.timeout: httplib's timeouts are
-  // per recv(), and a peer that trickles its answer would hold this thread
-  // (and every other Alertmanager behind it) for good. The watchdog cuts it.
-  t.deadline_ms = NowMs() + Ms(options_.timeout_seconds);
-  t.cut = false;
-  watch_cv_.notify_all();
   lock.unlock();  // never hold the state lock across the network
-  Answer answer = Post(*t.client, t.path, std::move(body));
-  const int64_t t1 = NowMs();
+  const AlertmanagerClient::Answer answer = t.client->Push(std::move(body));
+  const int64_t answered_ms = NowMs();
   lock.lock();
-  t.deadline_ms = 0;
-  if (t.cut) {
-    answer.answered = false;
-    answer.too_big = false;
-    answer.error = httplib::Error::Read;
-  }
-
   t.ever_tried = true;
-  if (answer.answered && answer.status >= 200 && answer.status < 300) {
-    if (!t.up) SP_LOG_INFO("alertmanager ", t.url, ": delivered ", batch.size(), " alert(s)");
-    t.up = true;
-    t.backoff_seconds = 0;
-    t.next_attempt_ms = 0;
-    t.alerts_sent_total += batch.size();
-    t.last_error.clear();
-    int64_t latency_ms = -1;
-    for (const Item& it : batch) {
-      Acked& ack = t.acked[it.key];
-      // An alert may have changed while the request was in flight; then the
-      // newer version is still due.
-      if (ack.version != it.version) latency_ms = std::max(latency_ms, t1 - it.changed_ms);
-      ack.version = it.version;
-      ack.sent_ms = now_ms;
-    }
-    if (latency_ms >= 0) t.last_latency_seconds = static_cast<double>(latency_ms) / 1000.0;
-    return;
+  if (answer.delivered) {
+    Delivered(t, batch, now_ms, answered_ms);
+  } else {
+    Failed(t, answer.error);
   }
-  std::string error = answer.too_big ? absl::StrCat("HTTP ", answer.status, " with an answer larger than ",
-                                                    kMaxAnswerBytes, " bytes, not read further")
-                     : answer.answered ? absl::StrCat("HTTP ", answer.status, ": ", answer.body.substr(0, 200))
-                     : t.cut ? absl::StrCat("no answer within the timeout (", options_.timeout_seconds, " s)")
-                                       : absl::StrCat("request failed: ", httplib::to_string(answer.error));
-  if (!answer.answered && answer.error == httplib::Error::SSLServerVerification) {
-    absl::StrAppend(&error, " (", X509_verify_cert_error_string(t.client->get_openssl_verify_result()),
-                    "; point --alertmanager.ca-file at the CA that signed Alertmanager's certificate)");
-  } else if (answer.answered && answer.status == 401) {
-    absl::StrAppend(&error, " (check --alertmanager.basic-auth.username/password-file)");
+}
+
+void AlertmanagerPusher::Delivered(Target& t, const std::vector<Sent>& batch, int64_t sent_ms, int64_t answered_ms) {
+  if (!t.up) SP_LOG_INFO("alertmanager ", t.url, ": delivered ", batch.size(), " alert(s)");
+  t.up = true;
+  t.backoff_seconds = 0;
+  t.next_attempt_ms = 0;
+  t.alerts_sent_total += batch.size();
+  t.last_error.clear();
+  int64_t latency_ms = -1;
+  for (const Sent& it : batch) {
+    Acked& ack = t.acked[it.key];
+    // An alert may have changed while the request was in flight; then the
+    // newer version is still due.
+    if (ack.version != it.version) latency_ms = std::max(latency_ms, answered_ms - it.changed_ms);
+    ack.version = it.version;
+    ack.sent_ms = sent_ms;
   }
+  if (latency_ms >= 0) t.last_latency_seconds = static_cast<double>(latency_ms) / 1000.0;
+}
+
+void AlertmanagerPusher::Failed(Target& t, const std::string& error) {
   if (t.up || t.last_error != error) SP_LOG_WARN("alertmanager ", t.url, ": ", error, " (will retry)");
   t.up = false;
   t.last_error = error;
@@ -453,8 +329,6 @@ void AlertmanagerPusher::Run(Target& t) {
     // and retries (cheap: it only walks the in-memory alert set).
     cv_.wait_for(lock, std::chrono::milliseconds(200));
   }
-  --pushing_;
-  watch_cv_.notify_all();
 }
 
 size_t AlertmanagerPusher::Pending(size_t target) const {

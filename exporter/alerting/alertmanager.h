@@ -33,7 +33,7 @@ struct AlertmanagerOptions {
   std::vector<std::string> urls;     // --alertmanager.url (repeatable)
   double min_pressure_seconds = 10;  // episode throttled seconds before it alerts
   double resend_seconds = 30;        // refresh of firing alerts
-  double timeout_seconds = 10;       // the whole request (a watchdog cuts it)
+  double timeout_seconds = 10;       // the whole request (alertmanager_client.h)
   double max_backoff_seconds = 30;   // retry backoff cap (starts at 0.5 s)
   size_t max_alerts = 1000;          // bounded state: oldest resolved dropped first, then new ones refused
   std::string instance;              // `instance` label ("" = none)
@@ -100,16 +100,23 @@ class AlertmanagerPusher {
     int64_t sent_ms = 0;
   };
   struct Target;
+  struct Sent {  // an alert version in a push
+    std::string key;
+    uint64_t version;
+    int64_t changed_ms;
+  };
 
   explicit AlertmanagerPusher(AlertmanagerOptions options);
   // A new firing alert for `e` (episode_alert.cc).
   Alert NewAlert(const Episode& e, bool critical) const;
   void Run(Target& t);  // one thread per Alertmanager
-  // The deadline of every push (thread sp-alertmgr-dl): cuts one in flight
-  // past --alertmanager.timeout, or once Stop() was called.
-  void Watch();
   bool Due(const Target& t, const std::string& key, const Alert& a, int64_t now_ms) const;
+  // One push of what is due to `t`, as named steps: the batch and its JSON
+  // body, the request (without mu_), and what its answer changes.
   void Attempt(Target& t, int64_t now_ms, std::unique_lock<std::mutex>& lock);
+  std::string Batch(const Target& t, int64_t now_ms, std::vector<Sent>* batch) const;
+  void Delivered(Target& t, const std::vector<Sent>& batch, int64_t sent_ms, int64_t answered_ms);
+  void Failed(Target& t, const std::string& error);
   void Bump(Alert& a, int64_t now_ms);
   // Whether a new alert may be held: over max_alerts, a resolved alert makes
   // room, else the new one is refused (and counted once per episode).
@@ -126,9 +133,6 @@ class AlertmanagerPusher {
   bool stopping_ = false;
   bool started_ = false;
   std::vector<std::thread> threads_;  // one per target
-  std::condition_variable watch_cv_;  // wakes Watch(); with mu_
-  int pushing_ = 0;                   // Run()s that have not returned yet
-  std::thread watchdog_;
   // key: cgroup path (warning), "critical\n" + cgroup path (critical)
   std::unordered_map<std::string, Alert> alerts_;
   std::vector<std::unique_ptr<Target>> targets_;

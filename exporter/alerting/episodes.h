@@ -133,7 +133,7 @@ class EpisodeTracker {
   void WriteMetrics(const Snapshot& snapshot, MetricWriter& out) const;
 
  private:
-  struct Record;
+  struct Record;  // an episode and the reclaimers it saw (below)
   struct PerCgroup {
     uint64_t id = 0;
     SharedPath path;
@@ -169,6 +169,13 @@ class EpisodeTracker {
   struct Reclaimer {
     SharedPath cgroup;
     uint64_t reclaimed = 0, scanned = 0;
+  };
+  // Defined here, not in episodes.cc: the read side (episodes_read.cc) copies it out.
+  struct Record {
+    Episode e;
+    // Other cgroups' reclaim while this episode was open. Bounded (see
+    // Observe) because a node can have thousands of reclaiming cgroups.
+    std::unordered_map<uint64_t, Reclaimer> reclaimed_by;  // by cgroup id
   };
   // One cgroup's counters since the last sample.
   struct Deltas {

@@ -107,6 +107,7 @@ absl::Status FlagSet::Parse(int argc, const char* const* argv, std::vector<std::
       if (neg != nullptr && neg->is_bool && !has_value) {
         absl::Status s = neg->set("false");
         if (!s.ok()) return s;
+        given_.insert(neg->name);
         continue;
       }
     }
@@ -120,6 +121,7 @@ absl::Status FlagSet::Parse(int argc, const char* const* argv, std::vector<std::
     }
     absl::Status s = f->set(has_value ? value : "true");
     if (!s.ok()) return s;
+    given_.insert(f->name);
   }
   return absl::OkStatus();
 }

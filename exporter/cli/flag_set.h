@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,11 @@ class FlagSet {
 
   std::string Usage(const std::string& program) const;
 
+  // Whether Parse() met flag `name` (as --name, --name=V or --no-name): how
+  // a deprecated spelling is told apart from its default, to apply it over
+  // its replacement and say so.
+  bool Given(const std::string& name) const { return given_.count(name) > 0; }
+
  private:
   struct Flag {
     std::string name, help, default_text, type;
@@ -50,6 +56,7 @@ class FlagSet {
   };
   const Flag* Find(const std::string& name) const;
   std::vector<Flag> flags_;
+  std::set<std::string> given_;
 };
 
 }  // namespace sockpressure

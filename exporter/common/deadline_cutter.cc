@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "exporter/common/syscall_filter.h"
@@ -29,7 +30,16 @@ void DeadlineCutter::Arm(std::chrono::steady_clock::time_point deadline) {
     std::lock_guard<std::mutex> lock(mu_);
     armed_ = true;
     cut_ = false;
-    deadline_ = deadline;
+    deadline_ = shut_down_ ? std::min(deadline, std::chrono::steady_clock::now()) : deadline;
+  }
+  cv_.notify_all();
+}
+
+void DeadlineCutter::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shut_down_ = true;
+    if (armed_) deadline_ = std::min(deadline_, std::chrono::steady_clock::now());
   }
   cv_.notify_all();
 }

@@ -22,7 +22,8 @@
 // Thread-safety: Arm(), Watch() and Disarm() are for one request at a time,
 // from the thread making it (Watch() also from a callback on that thread);
 // the cut runs on the cutter's thread under the same lock, so once Disarm()
-// returns nothing of the request is touched any more.
+// returns nothing of the request is touched any more. Shutdown() may be
+// called from any thread.
 #pragma once
 
 #include <chrono>
@@ -50,6 +51,10 @@ class DeadlineCutter {
   bool Watch(int fd);
   // The request is over; returns whether the deadline cut it.
   bool Disarm();
+  // The owner is stopping: the request in flight is cut now, and any armed
+  // later at once, so that a stop never waits for a slow peer, even one
+  // whose request was about to be armed when Shutdown() was called.
+  void Shutdown();
 
  private:
   void Run();
@@ -58,6 +63,7 @@ class DeadlineCutter {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  bool shut_down_ = false;  // Shutdown() was called: every deadline is now
   bool armed_ = false;
   bool cut_ = false;
   std::chrono::steady_clock::time_point deadline_;

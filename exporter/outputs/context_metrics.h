@@ -1,4 +1,4 @@
-// The context profile (--collector.context): what explains a cgroup's
+// The context profile (--metrics.profile=context): what explains a cgroup's
 // socket pressure, but duplicates cAdvisor or node-level sources or is
 // mostly constant (sizes, limits, PSI, vmpressure windows by level, OOM
 // kills, socket counts, cgroup v1 kmem.tcp). Off by default: it is two thirds

@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "exporter/common/logging.h"
 #include "exporter/outputs/http/listen_socket.h"
 
 namespace sockpressure {
@@ -16,10 +17,27 @@ void RegisterHttpFlags(FlagSet* flags, HttpFlags* f) {
                 "Path to a web configuration file (exporter-toolkit format) enabling TLS and/or basic auth.");
   flags->Int("web.max-requests", &f->max_requests,
              "Maximum number of requests queued or running at once (/healthz excluded); more get 503 at once.");
-  flags->Bool("collector.context", &f->context,
-              "Also expose the context series of every cgroup: memory sizes, limits, PSI, vmpressure windows by "
-              "level, OOM kills, TCP socket counts, cgroup v1 kmem.tcp (about 17 more series per cgroup). Off: only "
-              "the core signal, at most 8 series per cgroup (9 with the kernel's sock_throttled counter, 6.19+).");
+  flags->String("metrics.profile", &f->metrics_profile,
+                "Per-cgroup series to expose: core, only the signal, at most 8 series per cgroup (9 with the "
+                "kernel's sock_throttled counter, 6.19+); or context, also memory sizes, limits, PSI, vmpressure "
+                "windows by level, OOM kills, TCP socket counts, cgroup v1 kmem.tcp (about 17 more series per "
+                "cgroup).");
+  flags->Bool("collector.context", &f->collector_context,
+              "Deprecated: --metrics.profile=context (--no-collector.context: core).");
+}
+
+absl::Status MetricsProfileFromFlags(const FlagSet& flags, HttpFlags* f) {
+  if (flags.Given("collector.context")) {
+    f->metrics_profile = f->collector_context ? "context" : "core";
+    SP_LOG_WARN("--", f->collector_context ? "" : "no-", "collector.context is deprecated: use --metrics.profile=",
+                f->metrics_profile);
+  }
+  if (f->metrics_profile != "core" && f->metrics_profile != "context") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--metrics.profile must be core or context, got '", f->metrics_profile, "'"));
+  }
+  f->context = f->metrics_profile == "context";
+  return absl::OkStatus();
 }
 
 absl::StatusOr<HttpOptions> HttpOptionsFromFlags(const HttpFlags& f) {

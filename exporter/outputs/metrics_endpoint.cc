@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "exporter/outputs/proto_writer.h"
 #include "exporter/outputs/text_writer.h"
 #include "exporter/sampler/sampler.h"
@@ -102,7 +101,7 @@ MetricsBody MetricsEndpoint::Open(absl::string_view accept) {
 void MetricsEndpoint::Serve(const RequestHead& request, HttpResponse* response) {
   MetricsBody m = Open(request.Header("accept"));
   if (!m.stream) {
-    *response = {503, {{"Content-Type", "text/plain"}}, absl::StrCat(kNoSampleYet, "\n")};
+    *response = Unavailable(kNoSampleYet);
     return;
   }
   *response = {200, {{"Content-Type", m.content_type}}, ""};

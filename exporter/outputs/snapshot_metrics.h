@@ -18,7 +18,7 @@ struct BuildInfo {
 
 struct EmitOptions {
   bool all_tiers = false;  // --signal.all-tiers: sockpressure_tier_*{source}
-  // --collector.context: the context series of every cgroup (sizes, limits,
+  // --metrics.profile=context: the context series of every cgroup (sizes, limits,
   // PSI, vmpressure windows by level, OOM kills, sockets; context_metrics.h).
   bool context = false;
 };

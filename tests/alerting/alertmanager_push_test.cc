@@ -285,11 +285,13 @@ TEST(AlertmanagerPush, StopsReadingAnOversizedAnswer) {
 }
 
 // An Alertmanager that reads the push and answers one byte every 200 ms,
-// forever: each recv() is quick, so only a deadline on the whole request
-// ends it. Stop() closes its connections.
+// forever: its head (kHead), or, after a whole head, its body (kBody). Each
+// recv() is quick, so only a deadline on the whole request ends it. Stop()
+// closes its connections.
 class TricklingAlertmanager {
  public:
-  TricklingAlertmanager() {
+  enum Mode { kHead, kBody };
+  explicit TricklingAlertmanager(Mode mode = kHead) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -299,8 +301,9 @@ class TricklingAlertmanager {
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
     ::listen(fd_, 8);
     port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] {
-      const std::string answer = "HTTP/1.1 200 OK\r\nX-Slow: ";
+    thread_ = std::thread([this, mode] {
+      const std::string answer = mode == kHead ? "HTTP/1.1 200 OK\r\nX-Slow: "
+                                               : "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n";
       while (!stop_) {
         int c = ::accept(fd_, nullptr, nullptr);
         if (c < 0) return;
@@ -310,7 +313,8 @@ class TricklingAlertmanager {
         }
         char buf[4096];
         (void)!::recv(c, buf, sizeof buf, 0);
-        for (size_t i = 0; !stop_; ++i) {
+        if (mode == kBody && ::send(c, answer.data(), answer.size(), MSG_NOSIGNAL) < 0) continue;
+        for (size_t i = mode == kBody ? answer.size() : 0; !stop_; ++i) {
           char b = i < answer.size() ? answer[i] : 'x';
           if (::send(c, &b, 1, MSG_NOSIGNAL) != 1) break;
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -363,6 +367,29 @@ TEST(AlertmanagerPush, TricklingAlertmanagerMeetsTheDeadlineAndDoesNotHoldStop) 
   auto stop = std::async(std::launch::async, [&] { p.Stop(); });
   const bool stopped = stop.wait_for(std::chrono::seconds(2)) == std::future_status::ready;
   if (!stopped) am.Stop();  // let the wedged pusher go, so that the test can end
+  EXPECT_TRUE(stopped) << "Stop() waited for a trickling Alertmanager";
+}
+
+TEST(AlertmanagerPush, AnAlertmanagerThatTricklesItsBodyMeetsTheDeadline) {
+  // The same deadline once the head is whole: a 200 whose body comes a
+  // byte at a time is no delivery, and fails at --alertmanager.timeout.
+  TricklingAlertmanager am(TricklingAlertmanager::kBody);
+  AlertmanagerOptions o = Options(am.url());
+  o.timeout_seconds = 1;
+  auto pusher = AlertmanagerPusher::Create(o);
+  ASSERT_TRUE(pusher.ok());
+  AlertmanagerPusher& p = **pusher;
+  p.Start();
+  p.Update({MakeEpisode(10)}, absl::ToUnixMillis(absl::Now()));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(WaitFor([&] { return p.Status().find("failing") != std::string::npos; }, 4)) << p.Status();
+  const double failed_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(failed_after, 2.5) << "a 1 s request deadline took " << failed_after << " s";
+  EXPECT_THAT(p.Status(), HasSubstr("timeout")) << p.Status();
+  EXPECT_EQ(p.Pending(0), 1u) << "a cut answer acknowledges nothing";
+  auto stop = std::async(std::launch::async, [&] { p.Stop(); });
+  const bool stopped = stop.wait_for(std::chrono::seconds(2)) == std::future_status::ready;
+  if (!stopped) am.Stop();
   EXPECT_TRUE(stopped) << "Stop() waited for a trickling Alertmanager";
 }
 

@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "exporter/outputs/alerts_api.h"
+#include "exporter/outputs/cgroup_list_stream.h"
+#include "exporter/outputs/episodes_page.h"
 #include "exporter/commands/doctor.h"
 #include "exporter/alerting/episodes.h"
 #include "exporter/outputs/episode_timeline.h"

@@ -20,4 +20,5 @@ check "between" --web.max-requests=2147483648
 check "between" --episodes.quiet-period=-1s
 check "telemetry-path" --web.telemetry-path=
 check "telemetry-path" --web.telemetry-path=metrics
+check "core or context" --metrics.profile=everything
 echo "PASS"

@@ -282,7 +282,7 @@ TEST(KubeIdentityTest, LabelsReachTheExposition) {
   }
   StateTracker tracker(&r);
   std::shared_ptr<const Snapshot> snap = tracker.Update(std::move(sample), {}, 0);
-  EmitOptions context;  // the usage line is a context series (--collector.context)
+  EmitOptions context;  // the usage line is a context series (--metrics.profile=context)
   context.context = true;
   MetricsEndpoint endpoint(nullptr, {"v", "r", "c"}, context);
   std::string text = endpoint.RenderSnapshot(*snap, false);

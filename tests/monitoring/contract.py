@@ -57,7 +57,7 @@ def _names_in_row(line):
 
 
 def context_metric_names(path=METRICS_MD):
-    """Names the agent exports only with --collector.context (the `profile` column of docs/metrics.md)."""
+    """Names the agent exports only with --metrics.profile=context (the `profile` column of docs/metrics.md)."""
     names = set()
     for line in open(path):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

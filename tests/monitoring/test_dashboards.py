@@ -72,13 +72,13 @@ def main():
                     if m not in known:
                         check(False, f"{where}: metric {m} is not in docs/metrics.md")
                     # A series off by default only in a panel that says it needs it.
-                    if m in context and "--collector.context" not in p["title"] + p.get("description", ""):
-                        check(False, f"{where}: metric {m} needs --collector.context and the panel does not say so")
+                    if m in context and "--metrics.profile=context" not in p["title"] + p.get("description", ""):
+                        check(False, f"{where}: metric {m} needs --metrics.profile=context and the panel does not say so")
                 for v in d["templating"]["list"]:
                     q = v.get("definition", "")
                     for m in contract.metric_names_in_expr(q.replace("label_values(", "(")) if q else ():
                         if m in context:
-                            check(False, f"{name} variable {v['name']}: {m} needs --collector.context")
+                            check(False, f"{name} variable {v['name']}: {m} needs --metrics.profile=context")
                 for sel in re.findall(r"(\w[\w:]*)\{([^}]*)\}", e):
                     need = ['cluster=~"$cluster"'] + ([] if name == FLEET else ['instance=~"$instance"'])
                     if sel[0] != "up" and not all(n in sel[1] for n in need):

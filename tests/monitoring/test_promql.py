@@ -123,9 +123,9 @@ def substitute(expr, scope, instance):
 def main():
     agent = stack.find_agent(sys.argv[1] if len(sys.argv) > 1 else None)
     # --sock-throttled: also model the 6.19 memory.events key, so sock_throttled panels get data.
-    # --collector.context: the context panels (they say they need it) get data too. That the
+    # --metrics.profile=context: the context panels (they say they need it) get data too. That the
     # rules and the other panels use only default-profile series is test_rules/test_dashboards'.
-    s = stack.Stack(agent, sim_args=("--sock-throttled",), agent_args=("--collector.context",))
+    s = stack.Stack(agent, sim_args=("--sock-throttled",), agent_args=("--metrics.profile=context",))
     s.wait_first_scrape()
     print(f"first scrape {time.monotonic() - s.t0:.1f}s after start; collecting 25 s of samples")
     time.sleep(25)

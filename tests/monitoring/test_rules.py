@@ -173,7 +173,7 @@ def main():
                     fail(f"{r.get('alert') or r.get('record')}: metric {m} is not in docs/metrics.md")
                 # Alerts and recording rules must work with the agent's default (core) profile.
                 if m in context:
-                    fail(f"{r.get('alert') or r.get('record')}: metric {m} needs --collector.context "
+                    fail(f"{r.get('alert') or r.get('record')}: metric {m} needs --metrics.profile=context "
                          "(off by default)")
 
     if failures:

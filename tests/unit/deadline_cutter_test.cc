@@ -79,5 +79,29 @@ TEST(DeadlineCutterTest, ARequestOverBeforeItsDeadlineIsLeftAlone) {
   EXPECT_TRUE(cutter.Disarm());
 }
 
+// A stopping owner cuts the request in flight at once, whatever its
+// deadline, and every request armed after that as well.
+TEST(DeadlineCutterTest, ShutdownCutsTheRequestInFlightAndEveryLaterOne) {
+  DeadlineCutter cutter("sp-test-dl");
+  Pair p;
+  ASSERT_GE(p.server, 0);
+  cutter.Arm(std::chrono::steady_clock::now() + std::chrono::seconds(30));
+  ASSERT_TRUE(cutter.Watch(p.client));
+  const auto t0 = std::chrono::steady_clock::now();
+  cutter.Shutdown();
+  char c;
+  EXPECT_EQ(::recv(p.client, &c, 1, 0), 0);
+  EXPECT_LT(Since(t0), 1.0);
+  EXPECT_TRUE(cutter.Disarm());
+  Pair q;
+  ASSERT_GE(q.server, 0);
+  const auto t1 = std::chrono::steady_clock::now();
+  cutter.Arm(t1 + std::chrono::seconds(30));
+  ASSERT_TRUE(cutter.Watch(q.client));
+  EXPECT_EQ(::recv(q.client, &c, 1, 0), 0);
+  EXPECT_LT(Since(t1), 1.0);
+  EXPECT_TRUE(cutter.Disarm());
+}
+
 }  // namespace
 }  // namespace sockpressure

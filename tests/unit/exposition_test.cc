@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "exporter/cli/flag_set.h"
+#include "exporter/outputs/http_flags.h"
 #include "exporter/outputs/metrics_endpoint.h"
 #include "exporter/outputs/proto_writer.h"
 #include "exporter/outputs/snapshot_metrics.h"
@@ -288,6 +289,32 @@ TEST(FlagSetTest, NodeExporterStyle) {
   EXPECT_TRUE(absl::StrContains(st.message(), "unknown flag --nope"));
   const char* missing[] = {"x", "--cgroup.max"};
   EXPECT_FALSE(flags.Parse(2, missing, &positional, &help, &version).ok());
+}
+
+// Issue 50: --metrics.profile picks the profile; --[no-]collector.context,
+// its old spelling, still does when given, over the new flag.
+TEST(FlagSetTest, MetricsProfileAndItsDeprecatedSpelling) {
+  auto profile = [](std::vector<const char*> args) -> absl::StatusOr<bool> {
+    HttpFlags f;
+    FlagSet flags;
+    RegisterHttpFlags(&flags, &f);
+    args.insert(args.begin(), "x");
+    std::vector<std::string> positional;
+    bool help = false, version = false;
+    absl::Status parsed = flags.Parse(static_cast<int>(args.size()), args.data(), &positional, &help, &version);
+    if (!parsed.ok()) return parsed;
+    absl::Status resolved = MetricsProfileFromFlags(flags, &f);
+    if (!resolved.ok()) return resolved;
+    return f.context;
+  };
+  EXPECT_EQ(*profile({}), false);
+  EXPECT_EQ(*profile({"--metrics.profile=core"}), false);
+  EXPECT_EQ(*profile({"--metrics.profile=context"}), true);
+  EXPECT_EQ(*profile({"--collector.context"}), true);
+  EXPECT_EQ(*profile({"--metrics.profile=context", "--no-collector.context"}), false);
+  absl::StatusOr<bool> bad = profile({"--metrics.profile=everything"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "core or context")) << bad.status();
 }
 
 }  // namespace

@@ -125,7 +125,7 @@ class Repeat final : public BodyStream {
 // an agent nobody troubled stays as it was.
 TEST_F(HttpServerTest, AResetAnswerIsCountedByReason) {
   StartServer({}, 1, [](HttpServer& server) {
-    server.GetStreamed("/big", [](const httplib::Request&, HttpResponse* out) {
+    server.Get("/big", [](const RequestHead&, HttpResponse* out) {
       *out = {200, {{"Content-Type", "text/plain"}}, ""};
       out->stream = std::make_unique<Repeat>(40, 100000);  // 4 MB: more than the kernel's buffers take
     });
@@ -165,9 +165,9 @@ TEST_F(HttpServerTest, AStreamedRouteAnswersInChunksBehindBasicAuth) {
   WebConfig web;
   web.basic_auth_users["prometheus"] = crypt_r("pw", salt, &data);
   StartServer(web, 10, [](HttpServer& server) {
-    server.GetStreamed("/list", [](const httplib::Request& req, HttpResponse* out) {
+    server.Get("/list", [](const RequestHead& head, HttpResponse* out) {
       *out = {200, {{"Content-Type", "text/plain"}}, ""};
-      out->stream = std::make_unique<Repeat>(req.has_param("one") ? 1 : 5, 1000);
+      out->stream = std::make_unique<Repeat>(QueryParams(head.query).Has("one") ? 1 : 5, 1000);
     });
   });
   EXPECT_EQ(client_->Get("/list")->status, 401);

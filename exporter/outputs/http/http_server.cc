@@ -1,12 +1,10 @@
 #include "absl/strings/string_view.h"
 #include "exporter/outputs/http/http_server.h"
 
-#include <httplib.h>
 #include <algorithm>
 
 #include "absl/strings/match.h"
 #include "exporter/outputs/http/http_request.h"
-#include "exporter/outputs/http/query.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -25,40 +23,42 @@ HttpServer::HttpServer(HttpOptions options, TelemetryEndpoint* telemetry, std::f
         return healthy() ? absl::OkStatus() : absl::UnavailableError("sampler stalled");
       },
       "Health");
-  // Answered by Serve() itself (ServeTelemetry), which hands the front a
-  // streamed body; the entry makes it a known route.
-  routes_[options_.telemetry_path] = [](const httplib::Request&, httplib::Response&) {};
-  routes_["/"] = [this](const httplib::Request&, httplib::Response& res) {
-    std::string html =
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>sockpressure exporter</title></head><body>"
-        "<h1>sockpressure exporter</h1><p>Detects TCP receive windows throttled by memory-cgroup socket "
-        "pressure.</p><ul>";
-    for (const LandingLink& l : links_) absl::StrAppend(&html, "<li><a href=\"", l.path, "\">", l.text, "</a></li>");
-    html += "</ul></body></html>\n";
-    res.set_content(html, "text/html; charset=utf-8");
+  routes_["/"] = [this](const RequestHead&, HttpResponse* out) { ServeLanding(out); };
+  // After the landing page: a telemetry path of "/" answers with metrics.
+  routes_[options_.telemetry_path] = [this](const RequestHead& head, HttpResponse* out) {
+    ServeTelemetry(head, out);
   };
 }
 
 HttpServer::~HttpServer() { Stop(); }
 
-bool HttpServer::Admit(const httplib::Request& req, httplib::Response& res) {
+// Whether basic auth lets the request through; when not, *out is the refusal.
+bool HttpServer::Admit(const RequestHead& head, HttpResponse* out) {
   if (!auth_.enabled()) return true;
-  const BasicAuthChecker::Verdict verdict = auth_.Verify(req.get_header_value("Authorization"));
+  const BasicAuthChecker::Verdict verdict = auth_.Verify(head.Header("authorization"));
   if (verdict == BasicAuthChecker::Verdict::kBusy) {
     // Another password is being verified: try again, rather than hold a
     // request slot (and a core) for each guess of a flood.
-    res.status = 429;
-    res.set_header("Retry-After", "1");
-    res.set_content("Too many password checks at once; retry\n", "text/plain");
+    *out = PlainText(429, "Too many password checks at once; retry");
+    out->headers.emplace_back("Retry-After", "1");
     return false;
   }
   if (verdict != BasicAuthChecker::Verdict::kOk) {
-    res.status = 401;
-    res.set_header("WWW-Authenticate", "Basic realm=\"sockpressure\"");
-    res.set_content("Unauthorized\n", "text/plain");
+    *out = PlainText(401, "Unauthorized");
+    out->headers.emplace_back("WWW-Authenticate", "Basic realm=\"sockpressure\"");
     return false;
   }
   return true;
+}
+
+void HttpServer::ServeLanding(HttpResponse* out) const {
+  std::string html =
+      "<!doctype html><html><head><meta charset=\"utf-8\"><title>sockpressure exporter</title></head><body>"
+      "<h1>sockpressure exporter</h1><p>Detects TCP receive windows throttled by memory-cgroup socket "
+      "pressure.</p><ul>";
+  for (const LandingLink& l : links_) absl::StrAppend(&html, "<li><a href=\"", l.path, "\">", l.text, "</a></li>");
+  html += "</ul></body></html>\n";
+  *out = {200, {{"Content-Type", "text/html; charset=utf-8"}}, std::move(html)};
 }
 
 void HttpServer::ServeTelemetry(const RequestHead& head, HttpResponse* out) {
@@ -72,15 +72,9 @@ void HttpServer::ServeTelemetry(const RequestHead& head, HttpResponse* out) {
   }
 }
 
-void HttpServer::Get(const std::string& path, Handler handler, std::string link_text) {
+void HttpServer::Get(const std::string& path, HttpHandler handler, std::string link_text) {
   if (!link_text.empty()) links_.push_back({path, std::move(link_text)});
   routes_[path] = std::move(handler);
-}
-
-void HttpServer::GetStreamed(const std::string& path, StreamHandler handler, std::string link_text) {
-  // Answered by Serve() through streamed_; the entry makes it a known route.
-  Get(path, [](const httplib::Request&, httplib::Response&) {}, std::move(link_text));
-  streamed_[path] = std::move(handler);
 }
 
 void HttpServer::Probe(const std::string& path, Check check, std::string link_text) {
@@ -105,12 +99,11 @@ bool HttpServer::ServeInlineRoutes(const RequestHead& head, HttpResponse* out) {
   if (probe != probes_.end()) {
     // No basic auth here (see the class comment); cheap enough for the I/O thread.
     absl::Status status = probe->second();
-    *out = {status.ok() ? 200 : 503, {{"Content-Type", "text/plain"}},
-            status.ok() ? "ok\n" : absl::StrCat(status.message(), "\n")};
+    *out = status.ok() ? PlainText(200, "ok") : Unavailable(status.message());
     return true;
   }
   if (routes_.count(head.path) == 0) {
-    *out = {404, {{"Content-Type", "text/plain"}}, "404 page not found\n"};
+    *out = PlainText(404, "404 page not found");
     return true;
   }
   return false;
@@ -121,24 +114,10 @@ void HttpServer::Serve(const RequestHead& head, HttpResponse* out) {
   AddConfiguredHeaders(out);
 }
 
+// A known route (ServeInlineRoutes answered the rest), behind basic auth.
 void HttpServer::ServeRoutes(const RequestHead& head, HttpResponse* out) {
-  httplib::Request req;
-  req.method = head.method;
-  req.target = head.target;
-  req.path = PercentDecode(head.path);
-  for (const auto& [k, v] : head.headers) req.headers.emplace(k, v);
-  for (auto& [k, v] : ParseQuery(head.query)) req.params.emplace(std::move(k), std::move(v));
-  httplib::Response res;
-  auto route = routes_.find(head.path);
-  bool admitted = Admit(req, res);
-  if (admitted && head.path == options_.telemetry_path) return ServeTelemetry(head, out);
-  if (auto streamed = streamed_.find(head.path); admitted && streamed != streamed_.end()) {
-    return streamed->second(req, out);
-  }
-  if (admitted && route != routes_.end()) route->second(req, res);
-  out->status = res.status < 0 ? 200 : res.status;
-  out->headers.assign(res.headers.begin(), res.headers.end());
-  out->body = std::move(res.body);
+  if (!Admit(head, out)) return;
+  routes_.at(head.path)(head, out);
 }
 
 absl::Status HttpServer::Start() {

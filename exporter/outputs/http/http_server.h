@@ -19,12 +19,6 @@
 #include "exporter/outputs/http/route.h"
 #include "exporter/outputs/http/web_config.h"
 
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
-
 namespace sockpressure {
 
 struct HttpOptions {
@@ -49,21 +43,20 @@ struct LandingLink {
 // kubelet httpGet probes work with auth on and no /metrics load can starve
 // them.
 // Thread-safe after Start(): handlers run on the front's worker threads.
+//
+// Every route is an HttpHandler (route.h), answered on a worker: it sets the
+// response's body, or its stream for a body produced a piece at a time, so
+// that a large answer is never whole in memory, whatever its readers do.
 class HttpServer {
  public:
-  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
   // `telemetry` answers options.telemetry_path; `healthy` says whether the
   // sampler is alive (for /healthz).
   HttpServer(HttpOptions options, TelemetryEndpoint* telemetry, std::function<bool()> healthy);
   ~HttpServer();
 
-  // Adds a GET route (call before Start). Links appear on the landing page.
-  void Get(const std::string& path, Handler handler, std::string link_text = "");
-  // The same for a route that may answer with a body produced a piece at a
-  // time (HttpResponse::stream), so that a large answer is never whole in
-  // memory, whatever its readers do. Basic auth applies as for Get().
-  using StreamHandler = std::function<void(const httplib::Request&, HttpResponse*)>;
-  void GetStreamed(const std::string& path, StreamHandler handler, std::string link_text = "");
+  // Adds a GET route behind basic auth (call before Start). Links appear on
+  // the landing page.
+  void Get(const std::string& path, HttpHandler handler, std::string link_text = "");
   // Adds a probe answered as /healthz is (call before Start): on the I/O
   // thread, without basic auth; 200 "ok" while `check` is OK, else 503 with
   // its message.
@@ -77,7 +70,8 @@ class HttpServer {
   bool tls() const { return options_.web.tls(); }
 
  private:
-  bool Admit(const httplib::Request& req, httplib::Response& res);
+  bool Admit(const RequestHead& head, HttpResponse* out);
+  void ServeLanding(HttpResponse* out) const;
   void ServeTelemetry(const RequestHead& head, HttpResponse* out);
   void Serve(const RequestHead& head, HttpResponse* out);
   bool ServeInline(const RequestHead& head, HttpResponse* out);
@@ -87,8 +81,7 @@ class HttpServer {
 
   HttpOptions options_;
   TelemetryEndpoint* telemetry_;
-  std::map<std::string, Handler> routes_;  // exact paths; fixed before Start()
-  std::map<std::string, StreamHandler> streamed_;  // those of routes_ that GetStreamed() answers
+  std::map<std::string, HttpHandler> routes_;  // exact paths; fixed before Start()
   std::map<std::string, Check> probes_;    // /healthz and the like; fixed before Start()
   BasicAuthChecker auth_;
   std::vector<LandingLink> links_;

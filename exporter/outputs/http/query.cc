@@ -84,4 +84,18 @@ std::vector<std::pair<std::string, std::string>> ParseQuery(absl::string_view qu
   return out;
 }
 
+bool QueryParams::Has(absl::string_view key) const {
+  for (const auto& [k, v] : pairs_) {
+    if (k == key) return true;
+  }
+  return false;
+}
+
+std::string QueryParams::Get(absl::string_view key) const {
+  for (const auto& [k, v] : pairs_) {
+    if (k == key) return v;
+  }
+  return "";
+}
+
 }  // namespace sockpressure

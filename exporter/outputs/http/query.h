@@ -1,5 +1,5 @@
 // Percent-decoding and query parsing for request targets, as the routes read
-// them. Pure functions, safe from any thread.
+// them. Pure functions and an immutable class, safe from any thread.
 #pragma once
 
 #include <string>
@@ -21,5 +21,18 @@ std::string PercentDecode(absl::string_view text);
 // the value ("a" and "a=" give ""; "a=1=2" gives "2"; "=v" gives the key
 // "v"). '+' is a space in keys and values, then PercentDecode applies.
 std::vector<std::pair<std::string, std::string>> ParseQuery(absl::string_view query);
+
+// A request's query parameters (ParseQuery) as routes read them: a key
+// given twice answers with its first value. Immutable: safe from any thread.
+class QueryParams {
+ public:
+  explicit QueryParams(absl::string_view query) : pairs_(ParseQuery(query)) {}
+  bool Has(absl::string_view key) const;
+  // The first value of `key`; "" when it has none or is absent.
+  std::string Get(absl::string_view key) const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> pairs_;
+};
 
 }  // namespace sockpressure

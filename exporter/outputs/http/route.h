@@ -1,7 +1,8 @@
 // What the HTTP server (http_server.h) and the endpoints that answer through
-// it share: a request's head (http_request.h), the response a route gives
-// back, and what the telemetry path's endpoint provides. Endpoints include
-// this, never the front's epoll, sockets or TLS.
+// it share: a request's head (http_request.h) and query (query.h), the
+// response a route gives back, the one handler shape, the answers every
+// route words alike, and what the telemetry path's endpoint provides.
+// Endpoints include this, never the front's epoll, sockets or TLS.
 #pragma once
 
 #include <functional>
@@ -10,8 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "exporter/outputs/http/body_stream.h"
 #include "exporter/outputs/http/http_request.h"
+#include "exporter/outputs/http/query.h"
 
 namespace sockpressure {
 
@@ -31,8 +35,21 @@ struct HttpResponse {
   std::unique_ptr<BodyStream> stream;
 };
 
-// Answers one request. Runs on a worker thread: must be thread-safe.
+// Answers one request: the one shape of every route (HttpServer::Get), of
+// the telemetry endpoint and of the front's workers. A route reads its query
+// with QueryParams(head.query). Runs on a worker thread: must be thread-safe.
 using HttpHandler = std::function<void(const RequestHead&, HttpResponse*)>;
+
+// A text/plain answer of `status` whose body is `text` and a newline.
+inline HttpResponse PlainText(int status, absl::string_view text) {
+  return {status, {{"Content-Type", "text/plain"}}, absl::StrCat(text, "\n")};
+}
+
+// The one "not ready" answer, 503 with the reason: a probe whose check
+// fails (/healthz, /readyz), and every endpoint asked before the first sample
+// (sampler.h's kNoSampleYet). One wording, so that a client or a person
+// reads every route's "not yet" alike.
+inline HttpResponse Unavailable(absl::string_view why) { return PlainText(503, why); }
 
 // The endpoint at --web.telemetry-path (outputs/metrics_endpoint.h): it
 // answers with a streamed body, which the server gzips when the client
