@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -24,10 +25,21 @@ std::vector<LabelRef> Labels(const std::string& path, const LabelPairs& identity
 
 Episode EpisodeTracker::CopyOut(const Record& r) const {
   Episode e = r.e;
+  // Kept by id, named by path: a cgroup recreated under its path (a
+  // container restarted in place) is one reclaimer to the reader, with the
+  // reclaim of both lives.
+  std::unordered_map<std::string, size_t> by_path;
   std::vector<ReclaimerPages> all;
   all.reserve(r.reclaimed_by.size());
   for (const auto& [id, rp] : r.reclaimed_by) {
-    if (rp.reclaimed > 0) all.push_back({rp.cgroup.str(), rp.reclaimed, rp.scanned});
+    if (rp.reclaimed == 0) continue;
+    auto [it, fresh] = by_path.emplace(rp.cgroup.str(), all.size());
+    if (fresh) {
+      all.push_back({rp.cgroup.str(), rp.reclaimed, rp.scanned});
+    } else {
+      all[it->second].reclaimed += rp.reclaimed;
+      all[it->second].scanned += rp.scanned;
+    }
   }
   size_t n = std::min(all.size(), options_.top_reclaimers);
   std::partial_sort(all.begin(), all.begin() + static_cast<long>(n), all.end(), [](const auto& a, const auto& b) {

@@ -178,6 +178,37 @@ TEST(Episodes, RecordsOtherCgroupsReclaimingDuringTheEpisode) {
   EXPECT_EQ(e[0].own_reclaimed, 30u);
 }
 
+// A pod's container restarted in place: its cgroup is removed and created
+// again under the same path with a new id while another cgroup's episode is
+// open. The episode names that path once, with both lives' reclaim.
+TEST(Episodes, ACgroupRecreatedUnderItsPathIsOneReclaimer) {
+  EpisodeTracker t({30, 16, 2});
+  Node n;
+  t.Observe(n.Step({}));
+  auto reclaim_and_observe = [&] {
+    n.Get("/b").best.reclaimed_total += 5000;
+    n.Get("/b").best.scanned_total += 5000;
+    n.Get("/a/c").best.reclaimed_total += 100;
+    n.Get("/a/c").best.scanned_total += 100;
+    t.Observe(n.Step({"/a"}));
+  };
+  reclaim_and_observe();
+  reclaim_and_observe();
+  n.Get("/b").id = 5;  // recreated: a new id, counters from zero
+  n.Get("/b").best = {};
+  t.Observe(n.Step({"/a"}));
+  reclaim_and_observe();
+  reclaim_and_observe();
+  std::vector<Episode> e = t.Recent();
+  ASSERT_EQ(e.size(), 1u);
+  ASSERT_EQ(e[0].top_reclaimers.size(), 2u);
+  EXPECT_EQ(e[0].top_reclaimers[0].cgroup, "/b");
+  EXPECT_EQ(e[0].top_reclaimers[0].reclaimed, 20000u);
+  EXPECT_EQ(e[0].top_reclaimers[0].scanned, 20000u);
+  EXPECT_EQ(e[0].top_reclaimers[1].cgroup, "/a/c");
+  EXPECT_EQ(e[0].top_reclaimers[1].reclaimed, 400u);
+}
+
 TEST(Episodes, HistoryIsBoundedNewestFirst) {
   EpisodeTracker t({1, 3, 5});
   Node n;
