@@ -1315,14 +1315,17 @@ def assess_prunes(ck, run, r, A, B):
 
 
 def assess_trace(ck, run, r, A, B):
-    """The kernel as the judge (guest/vmptrace.sh): the socket-pressure assertions the agent reports for A
-    and B against those the kernel made, replayed from a kprobe trace of every vmpressure() call. Exact
-    when no trace event was lost (within 2 %, at least 2: the trace stops a moment before the last
-    scrape); a floor otherwise."""
+    """The kernel as the judge (guest/vmptrace.sh): whether the agent names the cgroups the kernel's own
+    vmpressure() put under socket pressure, replayed from a kprobe trace of every call, and how its count
+    compares. The agent counts the deadline's moves: a window completed in the jiffy that set the deadline
+    writes the same jiffies + HZ and moves nothing (fewer), and two CPUs' exits can both see one move
+    (more), so the count is reported against the kernel's and held only to naming the same cgroups and to
+    seeing at least half (a blind tier sees next to nothing, docs/kernel.md §9)."""
     vmp = r.get("vmp")
-    if vmp is None:
-        ck.missing(run, "A and B: socket-pressure events against the kernel's traced vmpressure() assertions",
-                   r.get("vmp_trace") or "no vmp_result from the guest")
+    if vmp is None or vmp.get("calls") is None:
+        ck.missing(run, "A and B: socket pressure named as the kernel's traced vmpressure() asserted it",
+                   r.get("vmp_trace") or ("the trace recorded no call" if vmp is not None else
+                                           "no vmp_result from the guest"))
         return
     r["vmp_compare"] = {"overrun": vmp.get("overrun"), "calls": vmp.get("calls")}
     for key in ("A", "B"):
@@ -1332,15 +1335,12 @@ def assess_trace(ck, run, r, A, B):
         detail = (f"kernel {kernel} of {vmp.get(f'{key}_windows', 0)} windows, agent {fmt(agent)} "
                   f"({r.get('signal_source', {}).get('socket_pressure')}); {vmp.get('calls')} calls traced, "
                   f"overrun {vmp.get('overrun')}")
-        # The agent counts the deadline's moves; a medium window completed in the jiffy that set the
-        # deadline writes the same jiffies + HZ again and moves nothing, yet the trace counts it (5.10
-        # proxy: 292 moves, 493 traced). Two CPUs' exits can both see one move (the program cannot take
-        # the kernel's sr_lock). So: at most 5 % (or 2) above what the kernel asserted, at least half of
-        # it, and both or neither zero.
-        ok = agent is not None and (kernel > 0) == (agent > 0) and (
-            agent >= kernel if vmp.get("overrun") else 0.5 * kernel <= agent <= kernel + max(2, 0.05 * kernel))
-        ck.check(run, f"{key}: the agent's socket-pressure events match the kernel's traced vmpressure() assertions "
-                      "(deadline moves: at least half, at most 5 % more)", ok, detail)
+        ck.check(run, f"{key}: socket pressure named exactly where the kernel's traced vmpressure() asserted it, "
+                      "at least half of its assertions", agent is not None and (kernel > 0) == (agent > 0)
+                 and agent >= 0.5 * kernel, detail)
+        if kernel:
+            log(f"  [INFO] {run}: {key}: the agent's deadline moves / the kernel's assertions = "
+                f"{fmt((agent or 0) / kernel, 2)} ({detail})")
 
 
 def assess_proxy(ck, run, r, A, B, thr, hooks):
