@@ -81,6 +81,16 @@ kill -0 "$PID" || fail "exporter died"
 grep '^sockpressure_\(signal_source\|probe_attached\)' "$TMP/m"
 stop
 
+# --no-bpf.clamps-on-demand: the window-clamp program attached all the time,
+# as before issue 48, and no capability kept for attaching it again.
+P=$(port 3)
+start "$P" --no-bpf.clamps-on-demand
+sleep 0.6
+has '^sockpressure_probe_attached{probe="window_clamps",attach="[a-z_]*"} 1$'
+grep -q 'window clamps: attached all the time (--no-bpf.clamps-on-demand)' "$TMP/log" || fail "always-attached not logged"
+grep -q 'attaching the window-clamp program' "$TMP/log" && fail "attach capabilities kept with --no-bpf.clamps-on-demand"
+stop
+
 P=$(port 2)
 start "$P" --no-collector.bpf
 has '^sockpressure_signal_source{signal="window_clamps",source="none"} 1$'

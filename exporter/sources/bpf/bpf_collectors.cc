@@ -100,6 +100,7 @@ std::unique_ptr<Source> NewBpfSourceFromFlags(const SourceContext& ctx) {
   o.pressure = ctx.bpf_probes.pressure;
   o.vmpressure = ctx.bpf_probes.vmpressure;
   o.all_tiers = ctx.all_tiers;
+  o.clamps_on_demand = ctx.bpf_clamps_on_demand;
   if (!ctx.bpf_vmpressure_attach.empty()) o.vmpressure_attach = ctx.bpf_vmpressure_attach;
   if (!ctx.bpf_clamps_attach.empty()) o.clamp_attach = ctx.bpf_clamps_attach;
   o.prunes = ctx.bpf_probes.prunes;

@@ -122,7 +122,9 @@ class BpfSourceImpl final : public BpfSource {
   // collects: declaring them here makes that the privileged worker.
   void ArmingTier(bool v1) {
     Tier tier = Tier::kNone;
-    if (vmp_ && !v1) {
+    if (!opt_.clamps_on_demand) {
+      // --no-bpf.clamps-on-demand: attached all the time, as before.
+    } else if (vmp_ && !v1) {
       tier = vmp_->tier();
     } else if (iter_ && IterEverySample()) {
       tier = Tier::kIter;
@@ -134,7 +136,9 @@ class BpfSourceImpl final : public BpfSource {
   }
 
   void LogArming() const {
-    if (arming_->tier() == Tier::kNone) {
+    if (!opt_.clamps_on_demand) {
+      SP_LOG_INFO("window clamps: attached all the time (--no-bpf.clamps-on-demand)");
+    } else if (arming_->tier() == Tier::kNone) {
       SP_LOG_INFO("window clamps: attached all the time (no vmpressure or cgroup iterator tier to gate on)");
     } else {
       SP_LOG_INFO("window clamps: attached only while socket pressure is live or about to be (from the ",

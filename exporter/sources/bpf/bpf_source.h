@@ -46,8 +46,11 @@ struct BpfOptions {
   std::vector<std::string> vmpressure_attach = {"fentry", "kprobe"};
   std::vector<std::string> drops_attach = {"tp_btf", "raw_tp"};
   std::vector<std::string> prunes_attach = {"fentry", "kprobe"};
-  // Seconds without socket pressure before the window-clamp program is
-  // detached (clamp_arming.h). Tests shorten it.
+  // The window-clamp program attached only while socket pressure is live
+  // or about to be (clamp_arming.h), else all the time
+  // (--no-bpf.clamps-on-demand); and the seconds without pressure before
+  // it is detached (tests shorten them).
+  bool clamps_on_demand = true;
   double clamp_quiet_seconds = ClampArming::kQuietSeconds;
 };
 
