@@ -13,7 +13,10 @@ std::string ClampArming::Live(const Sample& sample) {
   auto pressure = sample.pressure.find(tier_);
   if (pressure != sample.pressure.end()) {
     for (const auto& [id, p] : pressure->second) {
-      const Seen before = seen_.count(id) ? seen_[id] : Seen{};
+      // The iterator lists every memcg: an idle one (no assertion yet) is
+      // neither kept nor looked up, so an idle node allocates nothing here.
+      if (p.assertions == 0 && !p.active) continue;
+      const Seen before = Before(id);
       now[id].assertions = p.assertions;
       if (p.active) note(absl::StrCat("socket pressure active in memcg ", id));
       // A counter that went down restarted (program reloaded): any value is new.
@@ -25,7 +28,8 @@ std::string ClampArming::Live(const Sample& sample) {
   auto reclaim = sample.reclaim.find(tier_);
   if (reclaim != sample.reclaim.end()) {
     for (const auto& [id, r] : reclaim->second) {
-      const Seen before = seen_.count(id) ? seen_[id] : Seen{};
+      if (r.scanned == 0) continue;
+      const Seen before = Before(id);
       Seen& s = now[id];
       s.scanned = r.scanned;
       s.reclaimed = r.reclaimed;

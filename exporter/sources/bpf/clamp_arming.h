@@ -54,6 +54,10 @@ class ClampArming {
   };
   // A reason when a cgroup's pressure is live or about to be, else "".
   std::string Live(const Sample& sample);
+  Seen Before(uint64_t id) const {
+    auto it = seen_.find(id);
+    return it == seen_.end() ? Seen{} : it->second;
+  }
 
   Tier tier_;
   double quiet_;
