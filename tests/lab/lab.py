@@ -1323,8 +1323,10 @@ def assess_trace(ck, run, r, A, B):
     vmpressure() put under socket pressure, replayed from a kprobe trace of every call, and how its count
     compares. The agent counts the deadline's moves: a window completed in the jiffy that set the deadline
     writes the same jiffies + HZ and moves nothing (fewer), and two CPUs' exits can both see one move
-    (more), so the count is reported against the kernel's and held only to naming the same cgroups and to
-    seeing at least half (a blind tier sees next to nothing, docs/kernel.md §9)."""
+    (more): the more windows a second, the fewer moves per assertion (6.1 `swap`: 1,167 moves for 2,710
+    assertions in a heavy boot, 1,427 for 1,546 in a lighter one). So the count is reported against the
+    kernel's and held only to naming the same cgroups; blindness is the scanned-pages check's to catch
+    (docs/kernel.md §9)."""
     vmp = r.get("vmp")
     if vmp is None or vmp.get("calls") is None:
         ck.missing(run, "A and B: socket pressure named as the kernel's traced vmpressure() asserted it",
@@ -1339,9 +1341,8 @@ def assess_trace(ck, run, r, A, B):
         detail = (f"kernel {kernel} of {vmp.get(f'{key}_windows', 0)} windows, agent {fmt(agent)} "
                   f"({r.get('signal_source', {}).get('socket_pressure')}); {vmp.get('calls')} calls traced, "
                   f"overrun {vmp.get('overrun')}")
-        ck.check(run, f"{key}: socket pressure named exactly where the kernel's traced vmpressure() asserted it, "
-                      "at least half of its assertions", agent is not None and (kernel > 0) == (agent > 0)
-                 and agent >= 0.5 * kernel, detail)
+        ck.check(run, f"{key}: socket pressure named exactly where the kernel's traced vmpressure() asserted it",
+                 agent is not None and (kernel > 0) == (agent > 0), detail)
         if kernel:
             log(f"  [INFO] {run}: {key}: the agent's deadline moves / the kernel's assertions = "
                 f"{fmt((agent or 0) / kernel, 2)} ({detail})")
