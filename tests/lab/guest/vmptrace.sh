@@ -23,7 +23,9 @@ vmp_trace_start() {
     # x86-64 passes arguments in di, si, dx, cx, r8, r9; the cgroup's name is memcg -> css.cgroup -> kn
     # -> name, and a :string argument is the address of the string, hence the outer +0(). tree is read
     # as u8: only its low byte is the bool (docs/kernel.md §9).
-    if echo "p:lab/vmp vmpressure gfp=%di:u32 tree=$R_TREE:u8 scanned=$R_SCANNED:u64 reclaimed=$R_RECLAIMED:u64 cg=+0(+$3(+$2(+$1($R_MEMCG)))):string" \
+    # No command-name recording: it would hook the sched tracepoints, more text patched at run time.
+  echo 0 >$TR/options/record-cmd 2>/dev/null
+  if echo "p:lab/vmp vmpressure gfp=%di:u32 tree=$R_TREE:u8 scanned=$R_SCANNED:u64 reclaimed=$R_RECLAIMED:u64 cg=+0(+$3(+$2(+$1($R_MEMCG)))):string" \
         >>$TR/kprobe_events 2>/tmp/vmp.err && echo 1 >$TR/events/lab/vmp/enable; then
       # The awk keeps up with the pipe; the totals are rewritten on every assertion and every 2,000 calls.
       awk '{
@@ -64,7 +66,9 @@ vmp_trace_start() {
 
 vmp_trace_stop() {
   [ -n "$VMP_AWK" ] || return 0
-  echo 0 >$TR/events/lab/vmp/enable
+  # The event stays enabled: disabling it unregisters the kprobe (and, with record-cmd, the sched
+  # tracepoint probes), and the kernel text that patches crashed a 6.12 guest with an int3 oops under
+  # multi-threaded TCG (one vCPU ran the code the other was patching). The totals are read instead.
   sleep 2
   log vmp_result $(cat /tmp/vmp.totals 2>/dev/null) overrun=$(awk '/^overrun/{s += $2} END{print s + 0}' $TR/per_cpu/cpu*/stats)
   kill $VMP_AWK 2>/dev/null
