@@ -170,7 +170,7 @@ void ReportBlindTiers(const Snapshot& before, const Snapshot& s, std::string* r)
       return now->second.scanned_total - std::min(now->second.scanned_total, then->second.scanned_total);
     };
     const uint64_t ref = moved(Tier::kMemoryStat), saw = moved(t);
-    if (ref < TierJudge::kReclaimSpanPages || saw * 4 >= ref) continue;
+    if (!TierJudge::ReclaimShort(ref, saw)) continue;
     lines.push_back(absl::StrCat(TierName(t), " counted ", saw, " pages scanned in ", std::string(c.path),
                                  " where memory.stat counted ", ref, ": the eBPF tier attached but does not see "
                                  "(docs/kernel.md §9)"));

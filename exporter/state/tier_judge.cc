@@ -17,10 +17,9 @@ void TierJudge::Observe(Signal s, Tier t, uint64_t reference, uint64_t seen, Jud
   const uint64_t saw = seen - mark.seen;
   const uint64_t span = s == Signal::kReclaim ? kReclaimSpanPages : kThrottleSpanChecks;
   if (ref < span || mark.samples < kSpanSamples) return;
-  // Reclaim: the two count the same scans, so a quarter leaves room for a
-  // sample's skew. Socket pressure: the tier counts assertions, the kernel
-  // checks; any assertion in a span of a thousand throttled checks agrees.
-  const bool short_of = s == Signal::kReclaim ? saw * 4 < ref : saw == 0;
+  // Socket pressure: the tier counts assertions, the kernel checks; any
+  // assertion in a span of a thousand throttled checks agrees.
+  const bool short_of = s == Signal::kReclaim ? ReclaimShort(ref, saw) : saw == 0;
   if (short_of) Disagree(s, t, ref, saw, where);
   mark = {t, reference, seen, 0};
 }

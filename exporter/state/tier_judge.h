@@ -57,6 +57,13 @@ class TierJudge {
   static constexpr uint32_t kSpanSamples = 3;
   static constexpr uint64_t kBlindAfter = 2;
 
+  // Whether a tier that saw `saw` of the `reference` pages memory.stat
+  // counted scanned fell short: a span's worth scanned and under a quarter
+  // seen (the two count the same scans, read a moment apart).
+  static bool ReclaimShort(uint64_t reference, uint64_t saw) {
+    return reference >= kReclaimSpanPages && saw * 4 < reference;
+  }
+
   // One cgroup's totals: `reference` from the second source, `seen` from
   // the tier. `where` names the cgroup in the log line.
   void Observe(Signal s, Tier t, uint64_t reference, uint64_t seen, JudgeMark& mark, const std::string& where);
