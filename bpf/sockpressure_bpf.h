@@ -49,6 +49,7 @@ struct sp_reclaim_val {
 	sp_u64 pressure_jiffies;       /* sum of deadline extensions (jiffies) */
 	sp_u64 last_assert_ns;         /* bpf_ktime_get_ns() of the last assertion */
 	sp_u64 last_remaining_jiffies; /* deadline - jiffies at the last assertion */
+	sp_u64 last_deadline;          /* the deadline value last counted (one count per move) */
 };
 
 /* Per-cgroup counters of the prunes program (bpf/prunes.bpf.c), cumulative.

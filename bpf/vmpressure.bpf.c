@@ -15,7 +15,8 @@
  *   - a window completed if the accumulator was reset (after < before+scanned);
  *     its level is recomputed from before+args exactly as
  *     vmpressure_calc_level() does;
- *   - socket pressure was (re)asserted if the deadline moved forward.
+ *   - socket pressure was (re)asserted if the deadline moved forward, counted
+ *     once per new deadline value however many calls saw it move.
  * Two argument layouts exist, each with its own entry programs: the 5.10-6.x
  * (gfp, memcg, tree, scanned, reclaimed) and 7.x's (gfp, order,
  * memcg, tree, scanned, reclaimed). The agent reads the FUNC_PROTO parameter
@@ -26,7 +27,7 @@
  * by pid_tgid: vmpressure runs in process context (kswapd or the reclaiming
  * task) and does not nest. Another CPU reclaiming the same memcg between our
  * entry and exit reads can blur one window's attribution (the kernel's own
- * sr_lock is not ours to take); the totals stay right.
+ * sr_lock is not ours to take); the page totals stay right.
  *
  * `tree` is taken as a u64 and narrowed by hand, never declared `bool`: the
  * x86-64 trampoline stores only an argument's own bytes into its 8-byte ctx
@@ -144,12 +145,22 @@ static __always_inline int on_exit(void)
 		else
 			__sync_fetch_and_add(&v->windows[0], 1);
 	}
-	if (deadline != e->deadline) {
-		now = bpf_jiffies64();
-		/* Extension of the throttled period: from max(old deadline, now)
-		 * to the new deadline. */
-		u64 from = (s64)(e->deadline - now) > 0 ? e->deadline : now;
+	if (deadline != e->deadline && deadline != v->last_deadline) {
+		/* Every call that entered before the move and exits after it sees the
+		 * deadline change, its own or another CPU's: the first exit to see a
+		 * value counts it, the others find it in last_deadline. A plain
+		 * read-then-write, not a compare-and-swap (5.10 has no BPF cmpxchg):
+		 * two exits within the same few instructions can still both count,
+		 * where before every concurrent call did. */
+		u64 prev = v->last_deadline, from;
 
+		v->last_deadline = deadline;
+		now = bpf_jiffies64();
+		/* Extension of the throttled period: from the latest of the deadline
+		 * we entered with, the last one counted and now, to the new one. */
+		from = (s64)(e->deadline - now) > 0 ? e->deadline : now;
+		if ((s64)(prev - from) > 0)
+			from = prev;
 		__sync_fetch_and_add(&v->assertions, 1);
 		if ((s64)(deadline - from) > 0)
 			__sync_fetch_and_add(&v->pressure_jiffies, deadline - from);

@@ -345,6 +345,7 @@ def proxy_boot(**extra):
                      "remedies_b": False, "lines": 60})
     r["agent_tiers"]["default"]["tiers"]["fentry"] = {("socket_pressure_events_total", A): 558.0,
                                                        ("socket_pressure_events_total", B): 18.0}
+    r["agent_tiers"]["default"]["events_at_trace_end"] = {("fentry", A): 557.0, ("fentry", B): 17.0}
     r["agent_tiers"]["default"]["probes"] = [("vmpressure", "fentry")]
     r.update(extra)
     return r
@@ -367,8 +368,18 @@ class ProxyTest(unittest.TestCase):
 
     def test_agent_off_the_kernel_trace_for_b_fails(self):
         b = proxy_boot()
-        b["agent_tiers"]["default"]["tiers"]["fentry"][("socket_pressure_events_total", B)] = 9.0
+        b["agent_tiers"]["default"]["events_at_trace_end"][("fentry", B)] = 9.0
         self.assertTrue(any("traced vmpressure" in n for _, n, _ in self.failed(b)))
+
+    def test_pressure_after_the_trace_stopped_is_not_held_against_the_agent(self):
+        # CI, 6.1 (2026-12-06) failed on kernel 21 vs the agent's 24 read at the boot's end: that count
+        # also holds what the ballast's reclaim of the shared limit asserted on B after the trace stopped.
+        # Only the count at the trace's end is comparable.
+        b = proxy_boot()
+        b["vmp"]["B_assertions"] = 21
+        b["agent_tiers"]["default"]["events_at_trace_end"][("fentry", B)] = 21.0
+        b["agent_tiers"]["default"]["tiers"]["fentry"][("socket_pressure_events_total", B)] = 24.0
+        self.assertEqual(self.failed(b), [])
 
     def test_no_trace_is_missing_not_passed(self):
         b = proxy_boot(vmp=None, vmp_trace="no lab.vmp_offsets")
@@ -389,10 +400,10 @@ class ProxyTest(unittest.TestCase):
         # Recorded: under cgroup.memory=nosocket the kernel traced 22 marks on B, the agent 0 (right).
         b = proxy_boot(run="proxy-nosocket", condition="proxy-nosocket", expect="varies", guest_clamped=False,
                        socket_accounting=0, B_events=0.0)
-        b["agent_tiers"]["default"]["tiers"]["fentry"][("socket_pressure_events_total", B)] = 0.0
+        b["agent_tiers"]["default"]["events_at_trace_end"][("fentry", B)] = 0.0
         b["vmp"]["B_assertions"] = 22
         self.assertFalse(any("traced" in n or "under cgroup.memory=nosocket" in n for _, n, _ in self.failed(b)))
-        b["agent_tiers"]["default"]["tiers"]["fentry"][("socket_pressure_events_total", B)] = 22.0
+        b["agent_tiers"]["default"]["events_at_trace_end"][("fentry", B)] = 22.0
         self.assertTrue(any("under cgroup.memory=nosocket" in n for _, n, _ in self.failed(b)))
 
     def test_missing_doctor_fails(self):

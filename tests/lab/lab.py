@@ -808,6 +808,7 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
     # Per agent: the tier values (one query per family: functions like max_over_time drop __name__)
     # and which eBPF probes attached with which attach type.
     res["agent_tiers"] = {}
+    vr = guest.first("vmp_result")
     for name in agent_names:
         tiers = {}
         for fam in ("scan_without_reclaim_ratio", "socket_pressure_events_total", "socket_pressure_seconds_total",
@@ -847,7 +848,15 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
                 f"count_over_time(({e})[{span}s:1s])", at=ts[0] + span) or 0
             judge[src] = {"both": steps(f"{thr} and on() {tier}"), "tier_only": steps(f"{tier} unless on() {thr}"),
                           "kernel_only": steps(f"{thr} unless on() {tier}")}
-        res["agent_tiers"][name] = {"tiers": tiers, "probes": probes, "cost": cost, "sums": sums, "judge": judge}
+        # Each tier's socket-pressure events when the vmpressure() trace stopped (as for the agent's own
+        # count above): reclaim of the shared limit goes on walking A and B after it.
+        at_trace_end = {}
+        if vr:
+            for m, v in p.query(f'max_over_time(sockpressure_tier_socket_pressure_events_total'
+                                f'{{cgroup=~"{A}|{B}",lab_agent="{name}"}}[5s])', at=vr[0] - 2):
+                at_trace_end[(m.get("source"), m.get("cgroup"))] = v
+        res["agent_tiers"][name] = {"tiers": tiers, "probes": probes, "cost": cost, "sums": sums, "judge": judge,
+                                    "events_at_trace_end": at_trace_end}
     res["tiers_json"] = {n: {"probes": a["probes"], "tiers": {t: {f"{fam} {cg}": v for (fam, cg), v in vals.items()}
                                                               for t, vals in a["tiers"].items()}}
                          for n, a in res["agent_tiers"].items()}
@@ -1366,12 +1375,16 @@ def assess_proxy(ck, run, r, A, B, thr, hooks):
                    r.get("vmp_trace") or "no vmp_result from the guest")
     else:
         kb, ka = vmp.get("B_assertions", 0), vmp.get("A_assertions", 0)
-        fentry = {k: v for k, v in r.get("agent_tiers", {}).get("default", {}).get("tiers", {}).get("fentry", {}).items()}
-        ab = fentry.get(("socket_pressure_events_total", B))
-        aa = fentry.get(("socket_pressure_events_total", A))
+        # The fentry tier's count when the trace stopped: the proxy's ballast keeps reclaiming the shared
+        # limit after it, and that walk passes B too (shrink_node_memcgs() calls vmpressure() for every
+        # memcg it visits), so the count at the end of the boot can be higher than the trace's.
+        at_end = r.get("agent_tiers", {}).get("default", {}).get("events_at_trace_end", {})
+        ab, aa = at_end.get(("fentry", B)), at_end.get(("fentry", A))
         r["vmp_compare"] = {"kernel_B": kb, "agent_B": ab, "kernel_A": ka, "agent_A": aa,
                             "overrun": vmp.get("overrun"), "calls": vmp.get("calls")}
-        detail = (f"B: kernel {kb} (of {vmp.get('B_windows', 0)} windows), agent fentry {fmt(ab)}; A: kernel {ka}, "
+        final = r.get("agent_tiers", {}).get("default", {}).get("tiers", {}).get("fentry", {})
+        detail = (f"B: kernel {kb} (of {vmp.get('B_windows', 0)} windows), agent fentry {fmt(ab)} at the trace's end "
+                  f"({fmt(final.get(('socket_pressure_events_total', B)))} at the boot's end); A: kernel {ka}, "
                   f"agent {fmt(aa)}; {vmp.get('calls')} calls traced, overrun {vmp.get('overrun')}")
         if r["condition"] in NOSOCKET_CONDS:
             # The kernel still sets socket_pressure under cgroup.memory=nosocket, without effect, and the
