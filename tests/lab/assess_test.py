@@ -409,5 +409,49 @@ class ProxyTest(unittest.TestCase):
     def test_missing_doctor_fails(self):
         self.assertTrue(self.failed(proxy_boot(doctor=None)))
 
+class TraceIntervalTest(unittest.TestCase):
+    """The kernel's traced pressure intervals against a tier's 1 s steps (lab.interval_agreement)."""
+
+    class FakeGuest:
+        def __init__(self, events):
+            self.events = events
+
+        def first(self, kind):
+            return next((e for e in self.events if e[1] == kind), None)
+
+    def test_intervals_are_placed_by_the_marker_line(self):
+        g = self.FakeGuest([
+            (1000.0, "vmp_trace", {"offsets": "1,2,3"}, "LAB vmp_trace on offsets=1,2,3"),
+            (1100.0, "vmp_mark", {}, "LAB vmp_mark"),
+            (1102.5, "vmp_live", {"mark": "ok", "A_live": "-10.0~-8.5,-7.0~-6.0", "B_live": "truncated"}, ""),
+        ])
+        live, span = lab.trace_live(g)
+        self.assertEqual(span, (1002.0, 1100.0))
+        self.assertEqual(live["A"], [(1090.0, 1091.5), (1093.0, 1094.0)])
+        self.assertIsNone(live["B"])
+
+    def test_no_marker_no_judge(self):
+        g = self.FakeGuest([(1000.0, "vmp_trace", {}, "LAB vmp_trace off reason=x")])
+        self.assertEqual(lab.trace_live(g), ({}, None))
+
+    def test_a_tier_that_follows_the_kernel_within_the_lag(self):
+        live = [(100.2, 103.5)]  # kernel steps 101, 102, 103, 104
+        j = lab.interval_agreement(live, [102, 103, 104, 105], 90, 120)
+        self.assertEqual(j, {"kernel": 4, "recalled": 4, "tier": 4, "false": 0})
+
+    def test_a_blind_tier_recalls_nothing(self):
+        j = lab.interval_agreement([(100.2, 103.5)], [], 90, 120)
+        self.assertEqual((j["kernel"], j["recalled"]), (4, 0))
+
+    def test_moves_far_from_any_kernel_step_are_false(self):
+        j = lab.interval_agreement([(100.2, 101.0)], [101, 110, 111], 90, 120)
+        self.assertEqual((j["recalled"], j["false"], j["tier"]), (1, 2, 3))
+
+    def test_moves_the_trace_cannot_judge_are_left_out(self):
+        # Before start + lag and after the stop the kernel's side is not known.
+        j = lab.interval_agreement([], [91, 125], 90, 120)
+        self.assertEqual((j["tier"], j["false"]), (0, 0))
+
+
 if __name__ == "__main__":
     unittest.main()

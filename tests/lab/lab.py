@@ -229,6 +229,18 @@ class Prom:
         r = self.query(expr, at=at)
         return r[0][1] if r else None
 
+    def steps(self, expr, start, end):
+        """The whole-second host times in [start, end] at which `expr` has a sample (1 s steps); [] when
+        the query fails or nothing matched."""
+        q = {"query": expr, "start": str(math.ceil(start)), "end": str(math.floor(end)), "step": "1"}
+        try:
+            d = json.loads(http_get(f"{self.base}/api/v1/query_range?" + urllib.parse.urlencode(q), 10.0))
+        except Exception:
+            return []
+        if d.get("status") != "success":
+            return []
+        return sorted({int(float(t)) for r in d["data"]["result"] for t, _ in r["values"]})
+
 
 def qemu_cmd(qemu, guest_files, append, mem_mib, fwd, disk=True):
     """The lab's QEMU command line: TCG on 2 vCPUs, the guest's console on stdio, user networking
@@ -809,6 +821,8 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
     # and which eBPF probes attached with which attach type.
     res["agent_tiers"] = {}
     vr = guest.first("vmp_result")
+    live, span = trace_live(guest)
+    res["vmp_live"] = {k: len(v) if v is not None else "truncated" for k, v in live.items()} if span else None
     for name in agent_names:
         tiers = {}
         for fam in ("scan_without_reclaim_ratio", "socket_pressure_events_total", "socket_pressure_seconds_total",
@@ -855,8 +869,21 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
             for m, v in p.query(f'max_over_time(sockpressure_tier_socket_pressure_events_total'
                                 f'{{cgroup=~"{A}|{B}",lab_agent="{name}"}}[5s])', at=vr[0] - 2):
                 at_trace_end[(m.get("source"), m.get("cgroup"))] = v
+        # Every kernel: each tier's socket-pressure seconds against the kernel's own traced assertions, in
+        # 1 s steps over the trace (the agent samples and Prometheus scrapes once a second: TRACE_LAG).
+        trace_judge = {}
+        if span:
+            for m, _ in p.query(f'max_over_time(sockpressure_tier_socket_pressure_seconds_total'
+                                f'{{cgroup=~"{A}|{B}",lab_agent="{name}"}}{rng})'):
+                src, cg = m.get("source"), m.get("cgroup")
+                key = "A" if cg == A else "B"
+                if live.get(key, []) is None:
+                    continue
+                moved = p.steps(f'increase(sockpressure_tier_socket_pressure_seconds_total{{cgroup="{cg}",'
+                                f'lab_agent="{name}",source="{src}"}}[2s]) > 0', span[0], span[1] + TRACE_LAG)
+                trace_judge.setdefault(src, {})[key] = interval_agreement(live.get(key, []), moved, *span)
         res["agent_tiers"][name] = {"tiers": tiers, "probes": probes, "cost": cost, "sums": sums, "judge": judge,
-                                    "events_at_trace_end": at_trace_end}
+                                    "events_at_trace_end": at_trace_end, "trace_judge": trace_judge}
     res["tiers_json"] = {n: {"probes": a["probes"], "tiers": {t: {f"{fam} {cg}": v for (fam, cg), v in vals.items()}
                                                               for t, vals in a["tiers"].items()}}
                          for n, a in res["agent_tiers"].items()}
@@ -1323,6 +1350,41 @@ def assess_prunes(ck, run, r, A, B):
                          f"({kdrops - drops:.0f} without a socket to attribute them to)")
 
 
+# Seconds from the kernel's assertion to the tier's move in Prometheus: the agent samples once a second,
+# Prometheus scrapes once a second, and increase()'s 2 s range ends at the step.
+TRACE_LAG = 3
+
+
+def trace_live(guest):
+    """The kernel's traced pressure intervals per cgroup ("A", "B") in host seconds, and the span the
+    trace covered ((start, stop), None without a trace). The guest logs them relative to a marker it
+    wrote into the trace when it logged vmp_mark; that line's arrival places them. None for a cgroup
+    whose list the guest truncated."""
+    on, mark, lv = guest.first("vmp_trace"), guest.first("vmp_mark"), guest.first("vmp_live")
+    if not (on and mark and lv and lv[2].get("mark") == "ok" and on[3].split()[2:3] == ["on"]):
+        return {}, None
+    live = {}
+    for k, v in lv[2].items():
+        if not k.endswith("_live"):
+            continue
+        live[k[:-5]] = None if v == "truncated" else [
+            (mark[0] + float(a), mark[0] + float(b)) for a, b in (iv.split("~") for iv in v.split(",") if iv)]
+    # From a couple of seconds after the trace started (the agent's first samples) to the marker.
+    return live, (on[0] + 2, mark[0])
+
+
+def interval_agreement(live, moved, start, stop, lag=TRACE_LAG):
+    """1 s steps: a kernel step is a whole second s in [start, stop] whose second before it, [s-1, s),
+    overlaps a live interval; the tier recalled it if its seconds moved at a step in [s, s + lag]. A tier
+    step is judged where the trace covers the lag before it ([start + lag, stop]), and false when no kernel
+    step lies in [s - lag, s]."""
+    ksteps = [s for s in range(math.ceil(start), math.floor(stop) + 1) if any(a < s and b > s - 1 for a, b in live)]
+    recalled = sum(1 for k in ksteps if any(k <= s <= k + lag for s in moved))
+    judged = [s for s in moved if start + lag <= s <= stop]
+    false = sum(1 for s in judged if not any(s - lag <= k <= s for k in ksteps))
+    return {"kernel": len(ksteps), "recalled": recalled, "tier": len(judged), "false": false}
+
+
 def assess_trace(ck, run, r, A, B):
     """The kernel as the judge (guest/vmptrace.sh): whether the agent names the cgroups the kernel's own
     vmpressure() put under socket pressure, replayed from a kprobe trace of every call, and how its count
@@ -1348,6 +1410,11 @@ def assess_trace(ck, run, r, A, B):
                   f"overrun {vmp.get('overrun')}")
         ck.check(run, f"{key}: socket pressure named exactly where the kernel's traced vmpressure() asserted it",
                  agent is not None and (kernel > 0) == (agent > 0), detail)
+        for name, data in r.get("agent_tiers", {}).items():
+            for src, j in sorted(data.get("trace_judge", {}).items()):
+                if key in j:
+                    log(f"  [INFO] {run}: tier {src} [{name}]: {key}: recalled {j[key]['recalled']} of "
+                        f"{j[key]['kernel']} kernel pressure steps, {j[key]['false']} false of {j[key]['tier']}")
         if kernel:
             log(f"  [INFO] {run}: {key}: the agent's deadline moves / the kernel's assertions = "
                 f"{fmt((agent or 0) / kernel, 2)} ({detail})")
@@ -1600,6 +1667,19 @@ def report(args, results, ck, total_s):
             f"{run}/{n}: " + ", ".join(f"{p}={a}" for p, a in d.get("probes", []))
             for run, r in results.items() for n, d in r.get("agent_tiers", {}).items()))
     if args.agent:
+        add("\n### Every tier against the kernel's traced pressure (1 s steps)\n")
+        add(f"A kernel step: a second in which a cgroup's deadline was live by the traced vmpressure() "
+            f"(guest/vmptrace.sh); recalled when the tier's socket-pressure seconds moved within {TRACE_LAG} s "
+            f"after it; a tier step with no kernel step in the {TRACE_LAG} s before it is false.\n")
+        add("| boot / agent | tier | A: recalled / kernel steps | A: false / tier steps | B: recalled / kernel steps "
+            "| B: false / tier steps |")
+        add("|---|---|---|---|---|---|")
+        for run, r in results.items():
+            for n, d in r.get("agent_tiers", {}).items():
+                for src, j in sorted(d.get("trace_judge", {}).items()):
+                    cell = lambda k, a, b: (f"{j[k][a]} / {j[k][b]}" if k in j else "-")  # noqa: E731
+                    add(f"| {run} / {n} | {src} | {cell('A', 'recalled', 'kernel')} | {cell('A', 'false', 'tier')} | "
+                        f"{cell('B', 'recalled', 'kernel')} | {cell('B', 'false', 'tier')} |")
         add("\n### eBPF per-event cost (in-kernel, `kernel.bpf_stats_enabled=1` in the guest, under TCG)\n")
         add("| boot / agent | program | runs | ns per run |")
         add("|---|---|---|---|")

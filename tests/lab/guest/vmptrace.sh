@@ -1,7 +1,8 @@
 # The kernel's own socket-pressure assertions, traced (sourced by init for every condition): a kprobe on
 # vmpressure() through tracefs, not the agent's eBPF, whose arguments an awk replays per cgroup name.
 # vmp_trace_start before the load, vmp_trace_stop at the end logs vmp_result with each cgroup's
-# windows and assertions (and overrun: events the ring buffer dropped, when the counts are a floor).
+# windows and assertions (and overrun: events the ring buffer dropped, when the counts are a floor),
+# and vmp_live with the seconds each cgroup's deadline was live, relative to the stop (vmp_mark).
 # The rule replayed, per cgroup
 # name (mm/vmpressure.c, tree == false: accumulate per memcg until 512 pages are scanned, then medium
 # (60 %) or worse sets memcg->socket_pressure). The host passes the member offsets from the kernel's
@@ -28,9 +29,25 @@ vmp_trace_start() {
   if echo "p:lab/vmp vmpressure gfp=%di:u32 tree=$R_TREE:u8 scanned=$R_SCANNED:u64 reclaimed=$R_RECLAIMED:u64 cg=+0(+$3(+$2(+$1($R_MEMCG)))):string" \
         >>$TR/kprobe_events 2>/tmp/vmp.err && echo 1 >$TR/events/lab/vmp/enable; then
       # The awk keeps up with the pipe; the totals are rewritten on every assertion and every 2,000 calls.
-      awk '{
-        g = t = s = r = c = ""
+      # Each assertion keeps the cgroup under pressure for HZ (deadline = jiffies + HZ): the awk merges
+      # [ts, ts + 1 s) per cgroup into intervals. At the stop, vmp_trace_stop writes a marker into the
+      # same ring buffer, so the intervals are written relative to it in the trace's own clock, and the
+      # host places them by the vmp_mark console line logged at that moment.
+      awk '/tracing_mark_write: lab_stop/ {
+        for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) m = $i + 0
+        out = ""
+        for (k in nl) {
+          l = ""
+          for (j = 1; j <= nl[k]; j++) l = l (j > 1 ? "," : "") sprintf("%.1f~%.1f", IS[k, j] - m, IE[k, j] - m)
+          out = out " " k "_live=" (nl[k] > 300 ? "truncated" : l)
+        }
+        print "mark=ok" out >"/tmp/vmp.live"; close("/tmp/vmp.live")
+        next
+      }
+      {
+        g = t = s = r = c = ts = ""
         for (i = 1; i <= NF; i++) {
+          if ($i ~ /^[0-9]+\.[0-9]+:$/) { ts = $i + 0; continue }
           if ($i ~ /^gfp=/) g = substr($i, 5); else if ($i ~ /^tree=/) t = substr($i, 6)
           else if ($i ~ /^scanned=/) s = substr($i, 9); else if ($i ~ /^reclaimed=/) r = substr($i, 11)
           else if ($i ~ /^cg=/) { c = substr($i, 4); gsub(/"/, "", c) }
@@ -45,7 +62,12 @@ vmp_trace_start() {
             sc = S[c]; rc = R[c]; S[c] = R[c] = 0; win[c]++
             p = 0
             if (rc < sc) { scale = sc + rc; p = scale - int(rc * scale / sc); p = int(p * 100 / scale) }
-            if (p >= 60) { n[c]++; dump = 1 }
+            if (p >= 60) {
+              n[c]++; dump = 1
+              # A new interval unless this one starts while the last is still live.
+              if (nl[c] > 0 && ts <= IE[c, nl[c]]) IE[c, nl[c]] = ts + 1
+              else { nl[c]++; IS[c, nl[c]] = ts; IE[c, nl[c]] = ts + 1 }
+            }
           }
         }
         if (dump || calls % 2000 == 0) {
@@ -69,8 +91,11 @@ vmp_trace_stop() {
   # The event stays enabled: disabling it unregisters the kprobe (and, with record-cmd, the sched
   # tracepoint probes), and the kernel text that patches crashed a 6.12 guest with an int3 oops under
   # multi-threaded TCG (one vCPU ran the code the other was patching). The totals are read instead.
+  log vmp_mark
+  echo lab_stop >$TR/trace_marker 2>/dev/null
   sleep 2
   log vmp_result $(cat /tmp/vmp.totals 2>/dev/null) overrun=$(awk '/^overrun/{s += $2} END{print s + 0}' $TR/per_cpu/cpu*/stats)
+  log vmp_live $(cat /tmp/vmp.live 2>/dev/null || echo mark=none)
   kill $VMP_AWK 2>/dev/null
   VMP_AWK=
 }
