@@ -799,10 +799,10 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
             res[f"{key}_{fam}"] = p.scalar(f"max_over_time(sockpressure_tcp_{fam}{sel}{rng})")
         # The agent's count when the vmpressure() trace stopped (guest/vmptrace.sh): the load goes on
         # after it, so the end-of-boot count is not comparable with the trace's.
-        vr = guest.first("vmp_result")
-        if vr:
+        at = trace_end(guest)
+        if at:
             res[f"{key}_events_at_trace_end"] = p.scalar(
-                f"max_over_time(sockpressure_memcg_socket_pressure_events_total{sel}[5s])", at=vr[0] - 2)
+                f"max_over_time(sockpressure_memcg_socket_pressure_events_total{sel}[5s])", at=at)
         # The kernel as the judge on 6.19+: 1 s steps in which memory.events.local sock_throttled moved (a
         # socket of the cgroup was found under pressure), those in which the agent's socket-pressure
         # seconds moved, and both. Absent (None) on kernels without the counter.
@@ -821,7 +821,7 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
     # Per agent: the tier values (one query per family: functions like max_over_time drop __name__)
     # and which eBPF probes attached with which attach type.
     res["agent_tiers"] = {}
-    vr = guest.first("vmp_result")
+    at = trace_end(guest)
     live, trace_span = trace_live(guest)
     res["vmp_live"] = {k: len(v) if v is not None else "truncated" for k, v in live.items()} if trace_span else None
     for name in agent_names:
@@ -866,9 +866,9 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
         # Each tier's socket-pressure events when the vmpressure() trace stopped (as for the agent's own
         # count above): reclaim of the shared limit goes on walking A and B after it.
         at_trace_end = {}
-        if vr:
+        if at:
             for m, v in p.query(f'max_over_time(sockpressure_tier_socket_pressure_events_total'
-                                f'{{cgroup=~"{A}|{B}",lab_agent="{name}"}}[5s])', at=vr[0] - 2):
+                                f'{{cgroup=~"{A}|{B}",lab_agent="{name}"}}[5s])', at=at):
                 at_trace_end[(m.get("source"), m.get("cgroup"))] = v
         # Every kernel: each tier's socket-pressure seconds against the kernel's own traced assertions, in
         # 1 s steps over the trace (the agent samples and Prometheus scrapes once a second: TRACE_LAG).
@@ -1355,6 +1355,13 @@ def assess_prunes(ck, run, r, A, B):
 # Seconds from the kernel's assertion to the tier's move in Prometheus: the agent samples once a second,
 # Prometheus scrapes once a second, and increase()'s 2 s range ends at the step.
 TRACE_LAG = 3
+
+
+def trace_end(guest):
+    """Host time at which the vmpressure() trace stopped: the vmp_mark line (logged as the marker went
+    into the trace); from a guest before it, 2 s before vmp_result. None without a trace result."""
+    mark, vr = guest.first("vmp_mark"), guest.first("vmp_result")
+    return mark[0] if mark else vr[0] - 2 if vr else None
 
 
 def trace_live(guest):

@@ -12,6 +12,7 @@ vmp_trace_start() {
   VMP_OFF=$(arg vmp_offsets "")
   TR=/sys/kernel/tracing
   VMP_AWK=
+  rm -f /tmp/vmp.live /tmp/vmp.totals
   # The register of each argument: 5.10-6.x vmpressure(gfp, memcg, tree, scanned, reclaimed); 7.x adds
   # `order` after gfp (lab.vmp_layout=order, docs/kernel.md §2), which moves the rest one register on.
   if [ "$(arg vmp_layout plain)" = order ]; then
@@ -42,7 +43,14 @@ vmp_trace_start() {
           out = out " " k "_live=" (nl[k] > 300 ? "truncated" : l)
         }
         print "mark=ok" out >"/tmp/vmp.live"; close("/tmp/vmp.live")
-        next
+        dump = 1
+      }
+      dump {
+        # The totals as of the marker (and on every assertion and every 2,000 calls).
+        out = "calls=" calls
+        for (k in win) out = out " " k "_windows=" win[k] " " k "_assertions=" (n[k] + 0)
+        print out >"/tmp/vmp.totals"; close("/tmp/vmp.totals"); dump = 0
+        if (/tracing_mark_write: lab_stop/) next
       }
       {
         g = t = s = r = c = ts = ""
@@ -93,7 +101,10 @@ vmp_trace_stop() {
   # multi-threaded TCG (one vCPU ran the code the other was patching). The totals are read instead.
   log vmp_mark
   echo lab_stop >$TR/trace_marker 2>/dev/null
-  sleep 2
+  # Under heavy reclaim the awk reads the pipe seconds behind the kernel: wait until it reached the
+  # marker (bounded; without it the host has the totals as of the last rewrite and no intervals).
+  i=0
+  while [ ! -s /tmp/vmp.live ] && [ $i -lt 120 ]; do sleep 0.5; i=$((i + 1)); done
   log vmp_result $(cat /tmp/vmp.totals 2>/dev/null) overrun=$(awk '/^overrun/{s += $2} END{print s + 0}' $TR/per_cpu/cpu*/stats)
   log vmp_live $(cat /tmp/vmp.live 2>/dev/null || echo mark=none)
   kill $VMP_AWK 2>/dev/null
