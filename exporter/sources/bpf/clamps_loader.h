@@ -1,7 +1,11 @@
 // Loader of bpf/clamps.bpf.c: receive-window clamps per memcg, from the
 // first attach type the kernel accepts (fexit, kprobe on
 // __tcp_select_window, else tp_btf or raw_tp on tcp_rcv_space_adjust).
-// Not thread-safe: built at start-up, then used by the sampler thread.
+// The program stays loaded for the agent's life; its link comes and goes
+// (Detach, Reattach) with the memcgs' socket pressure (clamp_arming.h): a
+// detached program costs the kernel nothing per packet, and its maps, clamp
+// counts and program stats survive.
+// Not thread-safe: built at start-up, then used by the collecting thread.
 #pragma once
 
 #include <memory>
@@ -22,6 +26,12 @@ class ClampsLoader : public ProgramLoader<sp_clamps> {
                                               ProbeLog& log);
   // Adds the clamp counters to `sample`; returns events lost.
   uint64_t Collect(Sample& sample, bool program_stats);
+  bool attached() const { return skel_.linked(); }
+  // Destroys the link: the program stops running. Needs no capability.
+  void Detach() { skel_.Unlink(); }
+  // Attaches again at the tier it loaded as; "" or why not (counted in the
+  // program's attach_failures). Needs BpfAttachCapabilities().
+  std::string Reattach() { return skel_.Relink(); }
 
  private:
   ClampsLoader();
