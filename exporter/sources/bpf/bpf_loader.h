@@ -127,6 +127,19 @@ class Skeleton {
     return why;
   }
   bool linked() const { return up_since_ns_ != 0; }
+  // Detaches the loaded programs and attaches them again, as attaching on
+  // demand will: before 5.13 the kernel refuses a tracing (fentry/fexit)
+  // program's second attach, its first having consumed the target
+  // (docs/kernel.md). "" when they are attached again; not counted in the
+  // attaches or attach failures.
+  std::string CheckRelink() {
+    const uint64_t attaches = attaches_;
+    Unlink();
+    std::string why = Link();
+    attaches_ = attaches;
+    linked_ns_ = 0;
+    return why;
+  }
 
   explicit operator bool() const { return skel_ != nullptr; }
   Skel* operator->() const { return skel_; }

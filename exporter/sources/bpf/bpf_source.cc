@@ -47,13 +47,14 @@ class BpfSourceImpl final : public BpfSource {
       iter_ = MemcgIterLoader::Attach(env, hz_, log_);
       if (iter_) hz_ = iter_->hz();
     }
-    if (opt_.clamps) clamps_ = ClampsLoader::Attach(env, opt_.clamp_attach, log_);
+    const Tier arm = ArmingTier(env.v1);
+    if (opt_.clamps) clamps_ = ClampsLoader::Attach(env, opt_.clamp_attach, arm != Tier::kNone, log_);
     if (opt_.prunes) {
       drops_ = PrunesLoader::Attach(env, PrunesLoader::Kind::kDrops, opt_.drops_attach, log_);
       prune_fns_ = PrunesLoader::Attach(env, PrunesLoader::Kind::kFunctions, opt_.prunes_attach, log_);
     }
     btf__free(vmlinux);
-    if (clamps_) ArmingTier(env.v1);
+    if (clamps_) StartArming(clamps_->reattachable() ? arm : Tier::kNone);
     if (vmp_ || iter_ || clamps_ || drops_ || prune_fns_) {
       // After attaching, reading maps and creating iterator fds still go
       // through bpf(2), which on kernels < 6.5 with unprivileged BPF
@@ -118,17 +119,16 @@ class BpfSourceImpl final : public BpfSource {
   // The pressure tier the clamp program's link follows: vmpressure on
   // cgroup v2; the iterator where it runs every sample (on v1 it also sees
   // tcpmem_pressure, which vmpressure cannot); else none (always attached).
+  Tier ArmingTier(bool v1) const {
+    if (!opt_.clamps_on_demand) return Tier::kNone;  // --no-bpf.clamps-on-demand: attached all the time
+    if (vmp_ && !v1) return vmp_->tier();
+    if (iter_ && IterEverySample()) return Tier::kIter;
+    return Tier::kNone;
+  }
+
   // Attaching again later needs the attach capabilities on the thread that
   // collects: declaring them here makes that the privileged worker.
-  void ArmingTier(bool v1) {
-    Tier tier = Tier::kNone;
-    if (!opt_.clamps_on_demand) {
-      // --no-bpf.clamps-on-demand: attached all the time, as before.
-    } else if (vmp_ && !v1) {
-      tier = vmp_->tier();
-    } else if (iter_ && IterEverySample()) {
-      tier = Tier::kIter;
-    }
+  void StartArming(Tier tier) {
     arming_ = std::make_unique<ClampArming>(tier, opt_.clamp_quiet_seconds);
     if (tier != Tier::kNone) {
       NeedCapabilities(BpfAttachCapabilities(), "attaching the window-clamp program when socket pressure appears");
@@ -138,6 +138,9 @@ class BpfSourceImpl final : public BpfSource {
   void LogArming() const {
     if (!opt_.clamps_on_demand) {
       SP_LOG_INFO("window clamps: attached all the time (--no-bpf.clamps-on-demand)");
+    } else if (!clamps_->reattachable()) {
+      SP_LOG_INFO("window clamps: attached all the time (no attach type this kernel accepts attaches again after "
+                  "a detach)");
     } else if (arming_->tier() == Tier::kNone) {
       SP_LOG_INFO("window clamps: attached all the time (no vmpressure or cgroup iterator tier to gate on)");
     } else {

@@ -22,8 +22,12 @@ namespace sockpressure {
 class ClampsLoader : public ProgramLoader<sp_clamps> {
  public:
   // Null when no attach type in `attach` worked; each attempt is in `log`.
+  // With `reattach` (clamps on demand) an attach type must also attach again
+  // after a detach; if none does, the first that attached once is loaded
+  // and reattachable() is false: it stays attached.
   static std::unique_ptr<ClampsLoader> Attach(const BpfEnv& env, const std::vector<std::string>& attach,
-                                              ProbeLog& log);
+                                              bool reattach, ProbeLog& log);
+  bool reattachable() const { return reattachable_; }
   // Adds the clamp counters to `sample`; returns events lost.
   uint64_t Collect(Sample& sample, bool program_stats);
   bool attached() const { return skel_.linked(); }
@@ -35,6 +39,7 @@ class ClampsLoader : public ProgramLoader<sp_clamps> {
 
  private:
   ClampsLoader();
+  bool reattachable_ = true;
   GuardedHashMap<uint64_t> clamps_;  // bumps SP_STAT_CLAMPS after each write
 };
 
