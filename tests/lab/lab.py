@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import traceback
 import threading
 import time
 import urllib.parse
@@ -1928,6 +1929,7 @@ def main():
         try:
             results[run] = run_condition(args, guest_files[b["kernel"]], b, rundir)
         except Exception as e:  # noqa: BLE001 - one condition's crash must not hide the others
+            log(f"{run}: the lab itself failed:\n{traceback.format_exc()}")
             results[run] = {"errors": [f"{type(e).__name__}: {e}"],
                             **{k: b[k] for k in ("run", "condition", "kernel", "mglru", "variant", "group",
                                                  "expect")}}
