@@ -37,10 +37,12 @@ def log(msg):
     print(f"[lab-scale {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def build_guest(agent, kernel, symbols=False):
+def build_guest(agent, kernel, symbols=False, data_mib=None):
     """The lab's kernel and initramfs with this agent (cached by build-guest); with symbols, the
-    agent is not stripped, so that a profile names its functions."""
-    env = dict(os.environ, LAB_DATA_MIB=os.environ.get("LAB_DATA_MIB", "16"), LAB_KEEP_SYMBOLS="1" if symbols else "0")
+    agent is not stripped, so that a profile names its functions. The data disk is 16 MiB unless
+    `data_mib` (or LAB_DATA_MIB) says otherwise: this benchmark reads none of it."""
+    env = dict(os.environ, LAB_DATA_MIB=str(data_mib or os.environ.get("LAB_DATA_MIB", "16")),
+               LAB_KEEP_SYMBOLS="1" if symbols else "0")
     p = subprocess.run([os.path.join(ROOT, "tests", "lab", "build-guest"), "--agent", agent, "--kernel", kernel],
                        env=env, stdout=subprocess.PIPE, text=True)
     if p.returncode != 0:
@@ -79,27 +81,29 @@ def perf_files(kver, cache):
     return files
 
 
-def bench_initrd(guest, cache, perf):
-    """The lab's initramfs with the benchmark's init and tree builder appended as a second archive
-    (the kernel unpacks concatenated cpio archives in order)."""
-    root = tempfile.mkdtemp(prefix="lab-scale-root.", dir=cache)
+def bench_initrd(guest, cache, perf, init="guest.sh", name="bench-init", programs=("cgtree",)):
+    """The lab's initramfs with a benchmark's init (bench/lab/<init> as /lab/<name>) and its programs
+    (bench/lab/<program>.c, static) appended as a second archive (the kernel unpacks concatenated cpio
+    archives in order)."""
+    root = tempfile.mkdtemp(prefix=f"{name}-root.", dir=cache)
     try:
         os.makedirs(os.path.join(root, "lab"))
-        shutil.copy(os.path.join(HERE, "lab", "guest.sh"), os.path.join(root, "lab", "bench-init"))
-        os.chmod(os.path.join(root, "lab", "bench-init"), 0o755)
-        subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Wno-format-truncation", "-static", "-o", os.path.join(root, "lab", "cgtree"),
-                        os.path.join(HERE, "lab", "cgtree.c")], check=True)
+        shutil.copy(os.path.join(HERE, "lab", init), os.path.join(root, "lab", name))
+        os.chmod(os.path.join(root, "lab", name), 0o755)
+        for prog in programs:
+            subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Wno-format-truncation", "-static", "-o",
+                            os.path.join(root, "lab", prog), os.path.join(HERE, "lab", f"{prog}.c")], check=True)
         for src, dst in (perf_files(guest["KVER"], cache) if perf else []):
             os.makedirs(os.path.dirname(os.path.join(root, dst)), exist_ok=True)
             shutil.copy(src, os.path.join(root, dst))
-        extra = os.path.join(cache, "bench-extra.cpio.gz")
+        extra = os.path.join(cache, f"{name}-extra.cpio.gz")
         with open(extra, "wb") as f:
             names = subprocess.run("find . | cpio -o -H newc --quiet | gzip -1", shell=True, cwd=root,
                                    stdout=subprocess.PIPE, check=True).stdout
             f.write(names)
     finally:
         shutil.rmtree(root)
-    combined = os.path.join(cache, "bench-initrd.cpio.gz")
+    combined = os.path.join(cache, f"{name}-initrd.cpio.gz")
     with open(combined, "wb") as out:
         for part in (guest["INITRD"], extra):
             with open(part, "rb") as f:

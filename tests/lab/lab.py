@@ -822,8 +822,8 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
     # and which eBPF probes attached with which attach type.
     res["agent_tiers"] = {}
     vr = guest.first("vmp_result")
-    live, span = trace_live(guest)
-    res["vmp_live"] = {k: len(v) if v is not None else "truncated" for k, v in live.items()} if span else None
+    live, trace_span = trace_live(guest)
+    res["vmp_live"] = {k: len(v) if v is not None else "truncated" for k, v in live.items()} if trace_span else None
     for name in agent_names:
         tiers = {}
         for fam in ("scan_without_reclaim_ratio", "socket_pressure_events_total", "socket_pressure_seconds_total",
@@ -877,7 +877,7 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
         # Every kernel: each tier's socket-pressure seconds against the kernel's own traced assertions, in
         # 1 s steps over the trace (the agent samples and Prometheus scrapes once a second: TRACE_LAG).
         trace_judge = {}
-        if span:
+        if trace_span:
             for m, _ in p.query(f'max_over_time(sockpressure_tier_socket_pressure_seconds_total'
                                 f'{{cgroup=~"{A}|{B}",lab_agent="{name}"}}{rng})'):
                 src, cg = m.get("source"), m.get("cgroup")
@@ -885,8 +885,9 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
                 if live.get(key, []) is None:
                     continue
                 moved = p.steps(f'increase(sockpressure_tier_socket_pressure_seconds_total{{cgroup="{cg}",'
-                                f'lab_agent="{name}",source="{src}"}}[2s]) > 0', span[0], span[1] + TRACE_LAG)
-                trace_judge.setdefault(src, {})[key] = interval_agreement(live.get(key, []), moved, *span)
+                                f'lab_agent="{name}",source="{src}"}}[2s]) > 0', trace_span[0],
+                                trace_span[1] + TRACE_LAG)
+                trace_judge.setdefault(src, {})[key] = interval_agreement(live.get(key, []), moved, *trace_span)
         res["agent_tiers"][name] = {"tiers": tiers, "probes": probes, "cost": cost, "sums": sums, "judge": judge,
                                     "events_at_trace_end": at_trace_end, "trace_judge": trace_judge}
     res["tiers_json"] = {n: {"probes": a["probes"], "tiers": {t: {f"{fam} {cg}": v for (fam, cg), v in vals.items()}
