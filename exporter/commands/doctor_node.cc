@@ -188,7 +188,10 @@ void ReportCollectors(const Snapshot& s, std::string* r) {
                     c.success ? "" : absl::StrCat(": ", c.error), "\n");
   }
   for (const ProbeStatus& p : s.probes) {
-    absl::StrAppend(r, "  probe ", p.probe, " (", p.attach, "): ", p.attached ? "attached" : "not attached", "\n");
+    // A loaded probe may be detached on purpose: the window-clamp program
+    // while no memcg is under socket pressure (sources/bpf/clamp_arming.h).
+    const char* state = p.attached ? "attached" : p.loaded ? "loaded, detached until socket pressure" : "not attached";
+    absl::StrAppend(r, "  probe ", p.probe, " (", p.attach, "): ", state, "\n");
   }
 }
 

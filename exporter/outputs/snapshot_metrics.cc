@@ -230,6 +230,32 @@ void WriteTierDisagreements(const Snapshot& s, MetricWriter& out) {
   }
 }
 
+
+// Each program's link: attached seconds, attaches and refused attaches. The
+// window-clamp program is attached only while socket pressure is live or
+// about to be (sources/bpf/clamp_arming.h); every other one once.
+void WriteProgramLinks(const Snapshot& s, MetricWriter& out) {
+  const std::vector<LabelRef> none;
+  out.Family("sockpressure_bpf_program_attached_seconds_total",
+             "Seconds each eBPF program was attached (ran on its hook) since the agent loaded it.",
+             MetricKind::kCounter);
+  for (const ProgramStats& p : s.program_stats) out.Value(none, {{"program", p.program}}, p.attached_seconds);
+  out.Family("sockpressure_bpf_program_attaches_total",
+             "Times each eBPF program was attached: once at start-up, and for the window-clamp program again "
+             "each time socket pressure appeared after it was detached.",
+             MetricKind::kCounter);
+  for (const ProgramStats& p : s.program_stats) {
+    out.Value(none, {{"program", p.program}}, static_cast<double>(p.attaches));
+  }
+  out.Family("sockpressure_bpf_program_attach_failures_total",
+             "Times attaching an eBPF program again was refused by the kernel (logged once); the agent goes on "
+             "with the other tiers and tries again next sample.",
+             MetricKind::kCounter);
+  for (const ProgramStats& p : s.program_stats) {
+    out.Value(none, {{"program", p.program}}, static_cast<double>(p.attach_failures));
+  }
+}
+
 void WriteAgent(const Snapshot& s, const BuildInfo& build, MetricWriter& out) {
   const std::vector<LabelRef> none;
   out.Family("sockpressure_build_info", "Version of sockpressure_exporter; always 1.", MetricKind::kGauge);
@@ -291,9 +317,15 @@ void WriteAgent(const Snapshot& s, const BuildInfo& build, MetricWriter& out) {
 
   if (!s.probes.empty()) {
     out.Family("sockpressure_probe_attached",
-               "1 when the eBPF probe is attached at this attach type, 0 when it was tried and skipped (see the log).",
+               "1 when the eBPF probe's programs are attached now at this attach type (they run); 0 when it was "
+               "tried and skipped, or is loaded but detached while no memcg is under socket pressure.",
                MetricKind::kGauge);
     for (const ProbeStatus& p : s.probes) out.Value(none, {{"probe", p.probe}, {"attach", p.attach}}, p.attached);
+    out.Family("sockpressure_probe_loaded",
+               "1 when the eBPF probe is loaded and in use at this attach type (attached now, or detached until "
+               "socket pressure appears), 0 when it was tried and skipped (see the log).",
+               MetricKind::kGauge);
+    for (const ProbeStatus& p : s.probes) out.Value(none, {{"probe", p.probe}, {"attach", p.attach}}, p.loaded);
     out.Family("sockpressure_bpf_events_lost_total", "Events the eBPF programs could not record (map full).",
                MetricKind::kCounter);
     out.Value(none, {}, static_cast<double>(s.events_lost));
@@ -306,6 +338,7 @@ void WriteAgent(const Snapshot& s, const BuildInfo& build, MetricWriter& out) {
     for (const ProgramStats& p : s.program_stats) {
       out.Value(none, {{"program", p.program}}, static_cast<double>(p.missed_runs));
     }
+    WriteProgramLinks(s, out);
   }
   if (!s.program_stats.empty() && s.program_stats.front().timed) {
     out.Family("sockpressure_bpf_program_runs_total", "Runs of each eBPF program (kernel.bpf_stats_enabled=1).",

@@ -130,11 +130,16 @@ struct SocketCensus {
   }
 };
 
-// What a probe did at start-up, for sockpressure_probe_attached.
+// What a probe did at start-up and where it is now, for
+// sockpressure_probe_attached and sockpressure_probe_loaded.
 struct ProbeStatus {
   std::string probe;   // e.g. "vmpressure"
   std::string attach;  // e.g. "fentry"
-  bool attached = false;
+  bool attached = false;  // its programs' links are up now: they run
+  // Loaded and in use: attached now, or (the window-clamp program while no
+  // memcg is under socket pressure, clamp_arming.h) detached until needed.
+  // False for a variant tried and skipped.
+  bool loaded = false;
 };
 
 // One BPF program's runs as the kernel counts them (bpf_prog_info).
@@ -148,6 +153,13 @@ struct ProgramStats {
   // miss a prune"). Events in a skipped run are not in any counter.
   uint64_t missed_runs = 0;
   bool timed = false;  // kernel.bpf_stats_enabled=1 when read
+  // The program's link: up now, seconds it was up (cumulative since the
+  // agent loaded it), and how many times it was attached (1 for a program
+  // attached once at start-up; more for one detached while idle).
+  bool attached = false;
+  double attached_seconds = 0;
+  uint64_t attaches = 0;
+  uint64_t attach_failures = 0;  // re-attaches the kernel refused
 };
 
 // Cgroup id -> index into Sample::cgroups. Shared between samples whose

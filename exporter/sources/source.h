@@ -83,6 +83,9 @@ struct SourceContext {
   std::vector<std::string> bpf_drops_attach, bpf_prunes_attach;
   // --signal.all-tiers: every tier collects even when a better one is live.
   bool all_tiers = false;
+  // --[no-]bpf.clamps-on-demand: the window-clamp program attached only
+  // under socket pressure (sources/bpf/clamp_arming.h), or all the time.
+  bool bpf_clamps_on_demand = true;
   // The collectors enabled by --[no-]collector.NAME. Factories read it
   // where one collector depends on another: without "bpf" bpf_census is off
   // too (no eBPF at all).

@@ -91,6 +91,10 @@ void RegisterSourceFlags(FlagSet* flags, SourceFlags* f) {
                 "eBPF attach types to try for vmpressure(), best first (fentry, kprobe).");
   flags->String("bpf.clamps-attach", &f->bpf_clamps_attach,
                 "eBPF attach types to try for window clamps, best first (fexit, kprobe, tp_btf, raw_tp).");
+  flags->Bool("bpf.clamps-on-demand", &f->bpf_clamps_on_demand,
+              "Attach the per-packet window-clamp program only while some memcg's socket pressure is live or about "
+              "to be, and for 60 s after (it stays loaded); --no-bpf.clamps-on-demand keeps it attached all the "
+              "time, as before, and keeps no capability for attaching it again.");
   flags->String("bpf.drops-attach", &f->bpf_drops_attach,
                 "eBPF attach types to try for receive memory drops on skb:kfree_skb, best first (tp_btf, raw_tp).");
   flags->String("bpf.prunes-attach", &f->bpf_prunes_attach,
@@ -116,6 +120,7 @@ absl::StatusOr<SourceContext> SourceContextFromFlags(const SourceFlags& f) {
   ctx.full_pass_seconds = absl::ToDoubleSeconds(f.full_pass);
   ctx.context_seconds = absl::ToDoubleSeconds(f.context);
   ctx.all_tiers = f.all_tiers;
+  ctx.bpf_clamps_on_demand = f.bpf_clamps_on_demand;
   ApplyCollectorSwitches(f.collectors, &ctx);
   absl::Status s = ParseAttachList("bpf.vmpressure-attach", f.bpf_vmpressure_attach, {"fentry", "kprobe"},
                                    &ctx.bpf_vmpressure_attach);

@@ -29,6 +29,7 @@ struct SourceFlags {
   bool all_tiers = false;
   std::string bpf_vmpressure_attach = "fentry,kprobe";
   std::string bpf_clamps_attach = "fexit,kprobe,tp_btf,raw_tp";
+  bool bpf_clamps_on_demand = true;  // --[no-]bpf.clamps-on-demand
   std::string bpf_drops_attach = "tp_btf,raw_tp";
   std::string bpf_prunes_attach = "fentry,kprobe";
   std::map<std::string, bool> collectors;  // --[no-]collector.NAME

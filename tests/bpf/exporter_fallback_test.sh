@@ -44,7 +44,14 @@ if grep -q 'eBPF tiers unavailable: not built in' "$TMP/log"; then
   echo "PASS (eBPF not built in; agent runs on the other tiers)"
   exit 0
 fi
-has '^sockpressure_probe_attached{probe="window_clamps",attach="[a-z_]*"} 1$'
+# The window-clamp variant in use is loaded; it is attached now only while
+# some memcg's socket pressure is live or about to be (or when no pressure
+# tier can tell, then always), and the log says which (issue 48).
+has '^sockpressure_probe_loaded{probe="window_clamps",attach="[a-z_]*"} 1$'
+has '^sockpressure_probe_attached{probe="window_clamps",attach="[a-z_]*"} [01]$'
+grep -q 'window clamps: attached \(only while socket pressure\|all the time\)' "$TMP/log" || fail "clamp arming not logged"
+has '^sockpressure_bpf_program_attaches_total{program="clamp_[a-z_]*"} [1-9]'
+has '^sockpressure_bpf_program_attached_seconds_total{program="clamp_[a-z_]*"} [0-9]'
 has '^sockpressure_signal_source{signal="window_clamps",source="\(fentry\|kprobe\|tp_btf\|raw_tp\)"} 1$'
 # The census: the in-kernel TCP iterator where the kernel has it (5.9+),
 # and then sock_diag does not dump at all; else sock_diag.
@@ -72,6 +79,16 @@ sleep 1.5
 curl -sf "http://127.0.0.1:$P/metrics" >"$TMP/m" || fail "second scrape failed"
 kill -0 "$PID" || fail "exporter died"
 grep '^sockpressure_\(signal_source\|probe_attached\)' "$TMP/m"
+stop
+
+# --no-bpf.clamps-on-demand: the window-clamp program attached all the time,
+# as before issue 48, and no capability kept for attaching it again.
+P=$(port 3)
+start "$P" --no-bpf.clamps-on-demand
+sleep 0.6
+has '^sockpressure_probe_attached{probe="window_clamps",attach="[a-z_]*"} 1$'
+grep -q 'window clamps: attached all the time (--no-bpf.clamps-on-demand)' "$TMP/log" || fail "always-attached not logged"
+grep -q 'attaching the window-clamp program' "$TMP/log" && fail "attach capabilities kept with --no-bpf.clamps-on-demand"
 stop
 
 P=$(port 2)

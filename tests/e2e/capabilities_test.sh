@@ -11,18 +11,21 @@ source "$(dirname "$0")/lib.sh"
 make_work
 
 # Capability bits by number (linux/capability.h).
-CAP_SYS_PTRACE=19; CAP_SYS_ADMIN=21; CAP_BPF=39
+CAP_SYS_PTRACE=19; CAP_SYS_ADMIN=21; CAP_PERFMON=38; CAP_BPF=39
 bit() { printf '%d' $((1 << $1)); }
 hex() { printf '%016x' "$1"; }
 
 # The most each configuration may keep, as documented in docs/threat-model.md
 # ("Capabilities"): bpf collectors nothing on >= 6.5, else CAP_BPF
-# (CAP_SYS_ADMIN on kernels without CAP_BPF); bpf_census and sock_diag CAP_SYS_ADMIN+CAP_SYS_PTRACE to enter
-# other network namespaces; nothing else.
+# (CAP_SYS_ADMIN on kernels without CAP_BPF), plus CAP_BPF+CAP_PERFMON to attach
+# the window-clamp program again when socket pressure appears (issue 48: it is
+# detached while no memcg is under pressure); bpf_census and sock_diag
+# CAP_SYS_ADMIN+CAP_SYS_PTRACE to enter other network namespaces; nothing else.
 # On Linux >= 6.5 bpf(2) on fds the agent holds needs no capability.
 read -r major minor < <(uname -r | awk -F. '{print $1, $2}')
-if [ "$major" -gt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -ge 5 ]; }; then ALL_BPF=0
-else ALL_BPF=$(( $(bit $CAP_BPF) | $(bit $CAP_SYS_ADMIN) )); fi
+CLAMP_ATTACH=$(( $(bit $CAP_BPF) | $(bit $CAP_PERFMON) ))
+if [ "$major" -gt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -ge 5 ]; }; then ALL_BPF=$CLAMP_ATTACH
+else ALL_BPF=$(( $(bit $CAP_BPF) | $(bit $CAP_SYS_ADMIN) | CLAMP_ATTACH )); fi
 NETNS=$(( $(bit $CAP_SYS_ADMIN) | $(bit $CAP_SYS_PTRACE) ))
 
 fixture=(--path.procfs="$FIXTURES/v2/proc" --path.sysfs="$FIXTURES/v2/sys" --path.cgroupfs="$FIXTURES/v2/cgroup")

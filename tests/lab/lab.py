@@ -97,8 +97,8 @@ EXTRA_BOOTS = ("noswap@6.1/off+fallback,nosocket@6.1/off+fallback,"
                # 5.10, where the vmpressure tier once attached and saw nothing (docs/kernel.md §9).
                "swap@5.10/off")
 # Every tier the issue asks a verdict from. A row is (id, `source` label of sockpressure_tier_*, the
-# sockpressure_probe_attached{probe,attach} that must be 1 for it to count as live, the families its
-# verdict reads). eBPF sources are split by probe: the `fentry` source carries both the fentry
+# sockpressure_probe_loaded{probe,attach} (from an older agent: _attached) that must be 1 for it to
+# count as live, the families its verdict reads). eBPF sources are split by probe: the `fentry` source carries both the fentry
 # vmpressure and the fexit window-clamp probe, `kprobe` both kprobe probes, and a source that lacks a
 # probe still exports zeros for that probe's families, so only the families of an attached probe count.
 PRESSURE_FAMS = ("socket_pressure_events_total", "socket_pressure_seconds_total")
@@ -836,7 +836,11 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
         for fam in PRUNE_FAMS:
             for m, v in p.query(f'sum by (source) (max_over_time(sockpressure_tier_{fam}{{lab_agent="{name}"}}{rng}))'):
                 sums.setdefault(m.get("source"), {})[fam] = v
+        # The variant in use: sockpressure_probe_loaded (issue 48: the window-clamp probe is attached
+        # only while socket pressure is live, so _attached is 0 for it on a quiet node); an agent from
+        # before it has only _attached, which then meant the same.
         probes = sorted({(m.get("probe"), m.get("attach")) for m, v in p.query(
+            f"max_over_time(sockpressure_probe_loaded{{lab_agent='{name}'}}{rng}) == 1 or "
             f"max_over_time(sockpressure_probe_attached{{lab_agent='{name}'}}{rng}) == 1")})
         # In-kernel cost per program run (kernel.bpf_stats_enabled=1 in the guest): ns per event.
         cost = {}

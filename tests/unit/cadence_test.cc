@@ -57,7 +57,7 @@ std::vector<std::unique_ptr<Source>> Sources(World* w) {
   }));
   s.push_back(MakeFunctionSource("bpf_census", [w](Sample& s) {
     ++w->census_runs;
-    s.probes.push_back({"tcp_census", "iter", true});
+    s.probes.push_back({"tcp_census", "iter", true, true});
     s.census[Tier::kIter][kCgroupId] = SocketCensus{10, w->clamped};
     s.MarkLive(Signal::kClampedSockets, Tier::kIter);
     s.events_lost += 3;

@@ -149,6 +149,36 @@ TEST(SnapshotMetricsTest, CoreProfileByDefault) {
   EXPECT_TRUE(absl::StrContains(w2->Finish(), "sockpressure_memcg_socket_pressure_active{cgroup=\"/w/quiet\"} 1\n"));
 }
 
+// Issue 48: a loaded window-clamp probe detached for want of socket
+// pressure is loaded but not attached, and each program says how long and
+// how often it was attached.
+TEST(SnapshotMetricsTest, ProbeLoadedAttachedAndProgramLinks) {
+  Snapshot s = SmallSnapshot();
+  s.probes = {{"window_clamps", "fexit", false, false}, {"window_clamps", "tp_btf", false, true},
+              {"socket_pressure", "iter", true, true}};
+  ProgramStats clamp;
+  clamp.program = "clamp_tp_btf";
+  clamp.missed_runs = 3;
+  clamp.attached_seconds = 12.5;
+  clamp.attaches = 2;
+  clamp.attach_failures = 1;
+  s.program_stats = {clamp};
+  auto w = NewTextWriter();
+  WriteSnapshotMetrics(s, {"0.1.0", "abc", "GNU 12"}, {}, *w);
+  std::string text = w->Finish();
+  for (const char* line : {"sockpressure_probe_attached{probe=\"window_clamps\",attach=\"fexit\"} 0\n",
+                           "sockpressure_probe_loaded{probe=\"window_clamps\",attach=\"fexit\"} 0\n",
+                           "sockpressure_probe_attached{probe=\"window_clamps\",attach=\"tp_btf\"} 0\n",
+                           "sockpressure_probe_loaded{probe=\"window_clamps\",attach=\"tp_btf\"} 1\n",
+                           "sockpressure_probe_attached{probe=\"socket_pressure\",attach=\"iter\"} 1\n",
+                           "sockpressure_bpf_program_missed_runs_total{program=\"clamp_tp_btf\"} 3\n",
+                           "sockpressure_bpf_program_attached_seconds_total{program=\"clamp_tp_btf\"} 12.5\n",
+                           "sockpressure_bpf_program_attaches_total{program=\"clamp_tp_btf\"} 2\n",
+                           "sockpressure_bpf_program_attach_failures_total{program=\"clamp_tp_btf\"} 1\n"}) {
+    EXPECT_TRUE(absl::StrContains(text, line)) << line;
+  }
+}
+
 TEST(TextWriterTest, Values) {
   EXPECT_EQ(FormatSampleValue(3), "3");
   EXPECT_EQ(FormatSampleValue(0.25), "0.25");

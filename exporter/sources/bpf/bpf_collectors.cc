@@ -23,7 +23,7 @@ class NoBpfSource final : public BpfSource {
       logged_ = true;
       SP_LOG_INFO("eBPF tiers unavailable: ", why_, "; the agent runs on the cgroupfs and sock_diag tiers");
     }
-    for (const char* p : kBpfProbeNames) sample.probes.push_back({p, "none", false});
+    for (const char* p : kBpfProbeNames) sample.probes.push_back({p, "none", false, false});
     return absl::OkStatus();
   }
   std::vector<ProbeStatus> Probes() const override { return {}; }
@@ -56,7 +56,7 @@ class BpfCensusSource final : public Source {
   absl::string_view name() const override { return "bpf_census"; }
 
   absl::Status Collect(Sample& sample) override {
-    sample.probes.push_back({"tcp_census", census_ ? "iter" : "none", census_ != nullptr});
+    sample.probes.push_back({"tcp_census", census_ ? "iter" : "none", census_ != nullptr, census_ != nullptr});
     if (!census_) {
       if (!logged_) {
         logged_ = true;
@@ -100,6 +100,7 @@ std::unique_ptr<Source> NewBpfSourceFromFlags(const SourceContext& ctx) {
   o.pressure = ctx.bpf_probes.pressure;
   o.vmpressure = ctx.bpf_probes.vmpressure;
   o.all_tiers = ctx.all_tiers;
+  o.clamps_on_demand = ctx.bpf_clamps_on_demand;
   if (!ctx.bpf_vmpressure_attach.empty()) o.vmpressure_attach = ctx.bpf_vmpressure_attach;
   if (!ctx.bpf_clamps_attach.empty()) o.clamp_attach = ctx.bpf_clamps_attach;
   o.prunes = ctx.bpf_probes.prunes;

@@ -45,14 +45,20 @@ struct BpfEnv {
 // skipped. Not thread-safe: filled while loading, then only read.
 class ProbeLog {
  public:
-  void Attached(const char* probe, const std::string& attach) { probes_.push_back({probe, attach, true}); }
+  void Attached(const char* probe, const std::string& attach) { probes_.push_back({probe, attach, true, true}); }
   // No eBPF at all (privilege, BTF): nothing was tried.
-  void Unavailable(const char* probe) { probes_.push_back({probe, "none", false}); }
+  void Unavailable(const char* probe) { probes_.push_back({probe, "none", false, false}); }
   void Skip(const char* probe, const std::string& attach, const std::string& why) {
-    probes_.push_back({probe, attach, false});
+    probes_.push_back({probe, attach, false, false});
     skipped_.push_back(absl::StrCat(probe, "/", attach, ": ", why));
   }
   const std::vector<ProbeStatus>& probes() const { return probes_; }
+  // A loaded probe's link went down or came back (clamp_arming.h).
+  void SetAttached(absl::string_view probe, bool attached) {
+    for (ProbeStatus& p : probes_) {
+      if (p.probe == probe && p.loaded) p.attached = attached;
+    }
+  }
   void LogOnce() const;  // one line of what attached, one per skipped variant
 
  private:
@@ -84,6 +90,8 @@ class Skeleton {
                    const std::function<bpf_link*(bpf_program*)>& attach = &bpf_program__attach,
                    absl::string_view attach_hint = "") {
     Reset();
+    attach_ = attach;
+    attach_hint_ = std::string(attach_hint);
     skel_ = ops_.open();
     if (!skel_) return absl::StrCat("open: ", Errno(errno));
     programs_ = configure(skel_);
@@ -92,16 +100,45 @@ class Skeleton {
       Reset();
       return absl::StrCat("load refused: ", Errno(err));
     }
-    for (auto& [name, prog] : programs_) {
-      bpf_link* link = attach(prog);
-      if (!link) {
-        std::string why = absl::StrCat("attach ", name, " failed: ", Errno(errno), attach_hint);
-        Reset();
-        return why;
-      }
-      links_.push_back(link);
+    std::string why = Link();
+    if (!why.empty()) Reset();
+    return why;
+  }
+
+  // Destroys the links and keeps the programs loaded (their maps, counts
+  // and program stats survive): the programs stop running.
+  void Unlink() {
+    for (bpf_link* l : links_) bpf_link__destroy(l);
+    links_.clear();
+    if (up_since_ns_) linked_ns_ += MonotonicNs() - up_since_ns_;
+    up_since_ns_ = 0;
+  }
+  // Attaches the loaded programs again as Load() did. Returns "" or why not
+  // (then no link is left and the programs stay loaded). Needs the attach
+  // capabilities (capabilities.h, BpfAttachCapabilities()).
+  std::string Relink() {
+    if (!skel_) return "not loaded";
+    if (!links_.empty()) return "";
+    std::string why = Link();
+    if (!why.empty()) {
+      Unlink();
+      ++attach_failures_;
     }
-    return "";
+    return why;
+  }
+  bool linked() const { return up_since_ns_ != 0; }
+  // Detaches the loaded programs and attaches them again, as attaching on
+  // demand will: before 5.13 the kernel refuses a tracing (fentry/fexit)
+  // program's second attach, its first having consumed the target
+  // (docs/kernel.md). "" when they are attached again; not counted in the
+  // attaches or attach failures.
+  std::string CheckRelink() {
+    const uint64_t attaches = attaches_;
+    Unlink();
+    std::string why = Link();
+    attaches_ = attaches;
+    linked_ns_ = 0;
+    return why;
   }
 
   explicit operator bool() const { return skel_ != nullptr; }
@@ -114,25 +151,49 @@ class Skeleton {
   }
   // Skipped runs of each program; run_time_ns/run_cnt with `timed`.
   void AddProgramStats(Sample& sample, bool timed) const {
+    const uint64_t up_ns = linked_ns_ + (up_since_ns_ ? MonotonicNs() - up_since_ns_ : 0);
     for (const auto& [name, prog] : programs_) {
+      const size_t before = sample.program_stats.size();
       sockpressure::AddProgramStats(sample, name, bpf_program__fd(prog), timed);
+      if (sample.program_stats.size() == before) continue;  // no info: nothing to add to
+      ProgramStats& p = sample.program_stats.back();
+      p.attached = linked();
+      p.attached_seconds = static_cast<double>(up_ns) * 1e-9;
+      p.attaches = attaches_;
+      p.attach_failures = attach_failures_;
     }
   }
   bpf_link* link(size_t i) const { return links_.at(i); }
 
  private:
+  // One link per program, in order; stops at the first failure (the links
+  // made so far stay in links_ for the caller to release).
+  std::string Link() {
+    for (auto& [name, prog] : programs_) {
+      bpf_link* link = attach_(prog);
+      if (!link) return absl::StrCat("attach ", name, " failed: ", Errno(errno), attach_hint_);
+      links_.push_back(link);
+    }
+    ++attaches_;
+    up_since_ns_ = MonotonicNs();
+    return "";
+  }
   void Reset() {
-    for (bpf_link* l : links_) bpf_link__destroy(l);
-    links_.clear();
+    Unlink();
     programs_.clear();
     if (skel_) ops_.destroy(skel_);
     skel_ = nullptr;
   }
 
   Ops ops_;
+  std::function<bpf_link*(bpf_program*)> attach_;
+  std::string attach_hint_;
   Skel* skel_ = nullptr;
   Programs programs_;
   std::vector<bpf_link*> links_;
+  // The links' history: CLOCK_MONOTONIC ns since they are up (0: down),
+  // ns they were up before, successful and refused attaches.
+  uint64_t up_since_ns_ = 0, linked_ns_ = 0, attaches_ = 0, attach_failures_ = 0;
 };
 
 // Base of the per-program loaders: the skeleton, the tier it attached as,
@@ -144,6 +205,7 @@ class ProgramLoader {
   std::vector<uint64_t> Stats() const { return ReadStats(stats_fd_); }
   // (program name, fd) of every attached program, for benchmarks.
   std::vector<std::pair<std::string, int>> ProgramFds() const { return skel_.ProgramFds(); }
+  Tier tier() const { return tier_; }
 
  protected:
   explicit ProgramLoader(typename Skeleton<Skel>::Ops ops) : skel_(ops) {}

@@ -130,7 +130,13 @@ inline void AddProgramStats(Sample& sample, const std::string& name, int prog_fd
   if (prog_fd < 0 || bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0) return;
   // A kernel older than 5.12 leaves recursion_misses out of what it copies
   // (len comes back shorter) and it stays 0.
-  sample.program_stats.push_back({name, info.run_cnt, info.run_time_ns, info.recursion_misses, timed});
+  ProgramStats p;
+  p.program = name;
+  p.run_count = info.run_cnt;
+  p.run_time_ns = info.run_time_ns;
+  p.missed_runs = info.recursion_misses;
+  p.timed = timed;
+  sample.program_stats.push_back(std::move(p));
 }
 
 }  // namespace sockpressure

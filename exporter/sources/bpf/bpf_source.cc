@@ -13,6 +13,7 @@
 #include "exporter/sources/memory_hierarchy.h"
 #include "exporter/sources/shared/capabilities.h"
 #include "exporter/sources/shared/kernel_probe.h"
+#include "exporter/sources/shared/privileged_worker.h"
 
 namespace sockpressure {
 namespace {
@@ -46,12 +47,14 @@ class BpfSourceImpl final : public BpfSource {
       iter_ = MemcgIterLoader::Attach(env, hz_, log_);
       if (iter_) hz_ = iter_->hz();
     }
-    if (opt_.clamps) clamps_ = ClampsLoader::Attach(env, opt_.clamp_attach, log_);
+    const Tier arm = ArmingTier(env.v1);
+    if (opt_.clamps) clamps_ = ClampsLoader::Attach(env, opt_.clamp_attach, arm != Tier::kNone, log_);
     if (opt_.prunes) {
       drops_ = PrunesLoader::Attach(env, PrunesLoader::Kind::kDrops, opt_.drops_attach, log_);
       prune_fns_ = PrunesLoader::Attach(env, PrunesLoader::Kind::kFunctions, opt_.prunes_attach, log_);
     }
     btf__free(vmlinux);
+    if (clamps_) StartArming(clamps_->reattachable() ? arm : Tier::kNone);
     if (vmp_ || iter_ || clamps_ || drops_ || prune_fns_) {
       // After attaching, reading maps and creating iterator fds still go
       // through bpf(2), which on kernels < 6.5 with unprivileged BPF
@@ -65,18 +68,24 @@ class BpfSourceImpl final : public BpfSource {
     if (first_collect_) {
       first_collect_ = false;
       log_.LogOnce();
+      if (clamps_) LogArming();
     }
-    sample.probes.insert(sample.probes.end(), log_.probes().begin(), log_.probes().end());
     const bool stats = BpfStatsEnabled(opt_.paths.procfs);
     uint64_t lost = 0;
-    if (clamps_) lost += clamps_->Collect(sample, stats);
-    if (drops_) lost += drops_->Collect(sample, stats);
-    if (prune_fns_) lost += prune_fns_->Collect(sample, stats);
+    // The pressure tiers first: the clamp program's link follows what they
+    // read in this same sample (clamp_arming.h).
     // The iterator visits every memcg, so its cost grows with the node, not
     // with the signal; with a vmpressure probe attached it is a lower tier
     // of the same signal and runs only when every tier is asked for.
-    if (iter_ && (!vmp_ || opt_.all_tiers)) iter_->Collect(sample, stats);
+    if (iter_ && IterEverySample()) iter_->Collect(sample, stats);
     if (vmp_) lost += vmp_->Collect(sample, hz_, stats);
+    if (clamps_) {
+      ArmClamps(sample);
+      lost += clamps_->Collect(sample, stats);
+    }
+    if (drops_) lost += drops_->Collect(sample, stats);
+    if (prune_fns_) lost += prune_fns_->Collect(sample, stats);
+    sample.probes.insert(sample.probes.end(), log_.probes().begin(), log_.probes().end());
     sample.events_lost += lost;
     return absl::OkStatus();
   }
@@ -105,6 +114,66 @@ class BpfSourceImpl final : public BpfSource {
   }
 
  private:
+  bool IterEverySample() const { return !vmp_ || opt_.all_tiers; }
+
+  // The pressure tier the clamp program's link follows: vmpressure on
+  // cgroup v2; the iterator where it runs every sample (on v1 it also sees
+  // tcpmem_pressure, which vmpressure cannot); else none (always attached).
+  Tier ArmingTier(bool v1) const {
+    if (!opt_.clamps_on_demand) return Tier::kNone;  // --no-bpf.clamps-on-demand: attached all the time
+    if (vmp_ && !v1) return vmp_->tier();
+    if (iter_ && IterEverySample()) return Tier::kIter;
+    return Tier::kNone;
+  }
+
+  // Attaching again later needs the attach capabilities on the thread that
+  // collects: declaring them here makes that the privileged worker.
+  void StartArming(Tier tier) {
+    arming_ = std::make_unique<ClampArming>(tier, opt_.clamp_quiet_seconds);
+    if (tier != Tier::kNone) {
+      NeedCapabilities(BpfAttachCapabilities(), "attaching the window-clamp program when socket pressure appears");
+    }
+  }
+
+  void LogArming() const {
+    if (!opt_.clamps_on_demand) {
+      SP_LOG_INFO("window clamps: attached all the time (--no-bpf.clamps-on-demand)");
+    } else if (!clamps_->reattachable()) {
+      SP_LOG_INFO("window clamps: attached all the time (no attach type this kernel accepts attaches again after "
+                  "a detach)");
+    } else if (arming_->tier() == Tier::kNone) {
+      SP_LOG_INFO("window clamps: attached all the time (no vmpressure or cgroup iterator tier to gate on)");
+    } else {
+      SP_LOG_INFO("window clamps: attached only while socket pressure is live or about to be (from the ",
+                  TierName(arming_->tier()), " tier), detached after ", opt_.clamp_quiet_seconds, " s quiet");
+    }
+  }
+
+  // Attaches or detaches the clamp program as the pressure read in this
+  // sample asks. A refused attach is logged once, counted in the program's
+  // attach failures and tried again next sample; the other tiers go on.
+  void ArmClamps(const Sample& sample) {
+    const bool want = arming_->Update(sample, static_cast<double>(MonotonicNs()) * 1e-9);
+    if (want == clamps_->attached()) return;
+    if (!want) {
+      clamps_->Detach();
+      SP_LOG_INFO("window clamps detached: ", arming_->why());
+    } else {
+      std::string why;
+      // On the worker already when this collector runs there (inline).
+      std::string err = PrivilegedWorker::Get().Run([&] { why = clamps_->Reattach(); });
+      if (why.empty()) why = err;
+      if (why.empty()) {
+        SP_LOG_INFO("window clamps attached: ", arming_->why());
+      } else if (!attach_failure_logged_) {
+        attach_failure_logged_ = true;
+        SP_LOG_WARN("window clamps: attaching again failed (", why, "); counted in ",
+                    "sockpressure_bpf_program_attach_failures_total, retried every sample");
+      }
+    }
+    log_.SetAttached("window_clamps", clamps_->attached());
+  }
+
   void Disable(const std::string& why) {
     SP_LOG_WARN("eBPF tiers disabled: ", why, "; the agent runs on the cgroupfs and sock_diag tiers");
     for (const char* p : kBpfProbeNames) log_.Unavailable(p);
@@ -114,6 +183,8 @@ class BpfSourceImpl final : public BpfSource {
   int hz_ = 0;
   ProbeLog log_;
   bool first_collect_ = true;
+  bool attach_failure_logged_ = false;
+  std::unique_ptr<ClampArming> arming_;  // set when clamps_ is
   std::unique_ptr<ClampsLoader> clamps_;
   std::unique_ptr<MemcgIterLoader> iter_;
   std::unique_ptr<VmpressureLoader> vmp_;

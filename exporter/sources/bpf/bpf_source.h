@@ -12,7 +12,12 @@
 // Every variant is loaded from its own skeleton instance: one program that
 // fails to load fails the whole object (docs/kernel.md §5), so a refused fentry
 // must not take the tp_btf variant down with it. Why each tier was skipped is
-// logged once at start-up and exported as sockpressure_probe_attached.
+// logged once at start-up and exported as sockpressure_probe_loaded.
+//
+// The window-clamp program runs on every segment of every socket, so it is
+// attached only while some memcg's socket pressure is live or about to be
+// (clamp_arming.h) and stays loaded in between; sockpressure_probe_attached
+// says whether it is attached now.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +27,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "exporter/sources/bpf/clamp_arming.h"
 #include "exporter/sources/source.h"
 
 namespace sockpressure {
@@ -40,6 +46,12 @@ struct BpfOptions {
   std::vector<std::string> vmpressure_attach = {"fentry", "kprobe"};
   std::vector<std::string> drops_attach = {"tp_btf", "raw_tp"};
   std::vector<std::string> prunes_attach = {"fentry", "kprobe"};
+  // The window-clamp program attached only while socket pressure is live
+  // or about to be (clamp_arming.h), else all the time
+  // (--no-bpf.clamps-on-demand); and the seconds without pressure before
+  // it is detached (tests shorten them).
+  bool clamps_on_demand = true;
+  double clamp_quiet_seconds = ClampArming::kQuietSeconds;
 };
 
 // Every probe of the collector, as sockpressure_probe_attached names them.

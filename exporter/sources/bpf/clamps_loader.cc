@@ -2,6 +2,8 @@
 
 #include <bpf/btf.h>
 
+#include "absl/strings/str_cat.h"
+
 #include "clamps.skel.h"
 #include "exporter/sources/bpf/bpf_maps.h"
 #include "sockpressure_bpf.h"
@@ -11,8 +13,9 @@ namespace sockpressure {
 ClampsLoader::ClampsLoader() : ProgramLoader({sp_clamps__open, sp_clamps__load, sp_clamps__destroy}) {}
 
 std::unique_ptr<ClampsLoader> ClampsLoader::Attach(const BpfEnv& env, const std::vector<std::string>& attach_types,
-                                                   ProbeLog& log) {
+                                                   bool reattach, ProbeLog& log) {
   std::unique_ptr<ClampsLoader> c(new ClampsLoader());
+  std::string once_only;  // the first attach type that attached but not again
   for (const std::string& attach : attach_types) {
     Tier tier;
     if (attach == "fexit") {
@@ -52,12 +55,27 @@ std::unique_ptr<ClampsLoader> ClampsLoader::Attach(const BpfEnv& env, const std:
       log.Skip("window_clamps", attach, why);
       continue;
     }
+    if (reattach) why = c->skel_.CheckRelink();
+    if (!why.empty()) {
+      // 5.10-5.12 with fexit: a lower tier that can come and go costs
+      // nothing on a healthy node; the fexit one would cost every segment.
+      log.Skip("window_clamps", attach,
+               absl::StrCat("attaches once but not again after a detach (", why,
+                            "; kernels before 5.13 refuse a tracing program's second attach), and clamps on "
+                            "demand detach it"));
+      if (once_only.empty()) once_only = attach;
+      continue;
+    }
     c->tier_ = tier;
     c->stats_fd_ = bpf_map__fd(c->skel_->maps.stats);
     log.Attached("window_clamps", attach);
     return c;
   }
-  return nullptr;
+  if (once_only.empty()) return nullptr;
+  // No attach type comes back after a detach: keep the best one attached.
+  c = Attach(env, {once_only}, false, log);
+  if (c) c->reattachable_ = false;
+  return c;
 }
 
 uint64_t ClampsLoader::Collect(Sample& sample, bool program_stats) {

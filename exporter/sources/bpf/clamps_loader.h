@@ -1,7 +1,11 @@
 // Loader of bpf/clamps.bpf.c: receive-window clamps per memcg, from the
 // first attach type the kernel accepts (fexit, kprobe on
 // __tcp_select_window, else tp_btf or raw_tp on tcp_rcv_space_adjust).
-// Not thread-safe: built at start-up, then used by the sampler thread.
+// The program stays loaded for the agent's life; its link comes and goes
+// (Detach, Reattach) with the memcgs' socket pressure (clamp_arming.h): a
+// detached program costs the kernel nothing per packet, and its maps, clamp
+// counts and program stats survive.
+// Not thread-safe: built at start-up, then used by the collecting thread.
 #pragma once
 
 #include <memory>
@@ -18,13 +22,24 @@ namespace sockpressure {
 class ClampsLoader : public ProgramLoader<sp_clamps> {
  public:
   // Null when no attach type in `attach` worked; each attempt is in `log`.
+  // With `reattach` (clamps on demand) an attach type must also attach again
+  // after a detach; if none does, the first that attached once is loaded
+  // and reattachable() is false: it stays attached.
   static std::unique_ptr<ClampsLoader> Attach(const BpfEnv& env, const std::vector<std::string>& attach,
-                                              ProbeLog& log);
+                                              bool reattach, ProbeLog& log);
+  bool reattachable() const { return reattachable_; }
   // Adds the clamp counters to `sample`; returns events lost.
   uint64_t Collect(Sample& sample, bool program_stats);
+  bool attached() const { return skel_.linked(); }
+  // Destroys the link: the program stops running. Needs no capability.
+  void Detach() { skel_.Unlink(); }
+  // Attaches again at the tier it loaded as; "" or why not (counted in the
+  // program's attach_failures). Needs BpfAttachCapabilities().
+  std::string Reattach() { return skel_.Relink(); }
 
  private:
   ClampsLoader();
+  bool reattachable_ = true;
   GuardedHashMap<uint64_t> clamps_;  // bumps SP_STAT_CLAMPS after each write
 };
 

@@ -84,7 +84,7 @@ class TcpCensusIterImpl final : public TcpCensusIter, private ProgramLoader<sp_t
 
   uint64_t Lost() const override { return Stats()[SP_STAT_LOST]; }
   void AddProgramStats(Sample& sample, bool timed) const override {
-    sockpressure::AddProgramStats(sample, "tcp_census", bpf_program__fd(skel_->progs.tcp_census), timed);
+    skel_.AddProgramStats(sample, timed);  // "tcp_census", with its link's history
   }
 
  private:

@@ -65,6 +65,10 @@ uint64_t BpfRuntimeCapabilities() {
   return LastCap() >= kCapBpf ? CapBit(kCapBpf) : CapBit(CAP_SYS_ADMIN);
 }
 
+uint64_t BpfAttachCapabilities() {
+  return LastCap() >= kCapBpf ? CapBit(kCapBpf) | CapBit(kCapPerfmon) : CapBit(CAP_SYS_ADMIN);
+}
+
 void NeedCapabilities(uint64_t mask, const char* why) {
   std::lock_guard<std::mutex> lock(mu);
   needed |= mask;

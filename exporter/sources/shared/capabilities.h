@@ -44,6 +44,13 @@ std::string MissingBpfPrivilege();
 // predate CAP_BPF).
 uint64_t BpfRuntimeCapabilities();
 
+// What attaching an already loaded tracing program needs (BPF_LINK_CREATE
+// or BPF_RAW_TRACEPOINT_OPEN; perf_event_open() for a kprobe): CAP_BPF and
+// CAP_PERFMON, or CAP_SYS_ADMIN on kernels that predate them. The
+// window-clamp program is attached again whenever socket pressure appears
+// (sources/bpf/clamp_arming.h), long after start-up.
+uint64_t BpfAttachCapabilities();
+
 // Adds to the set kept by DropUnneededCapabilities(). Thread-safe.
 void NeedCapabilities(uint64_t mask, const char* why);
 // How many NeedCapabilities() calls asked for a capability so far: a
