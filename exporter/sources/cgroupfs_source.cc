@@ -70,7 +70,7 @@ class CgroupfsSource final : public Source {
   ChildReads ChildrenToRead(const CgroupNode& n, bool read_all, bool scanned_known) const;
   // Marks the cgroups (and their ancestors) in which this sample's eBPF
   // vmpressure tier saw reclaim since the last walk, with scanned_walk =
-  // `walk`; the bpf collector runs before this one. True when that tier can
+  // `walk` (its row runs after bpf's, registry.cc). True when that tier can
   // stand in for the remainder check: attached now and at the last walk, with
   // no event lost and no program run missed in between (a missed run is a
   // reclaim it did not see).
