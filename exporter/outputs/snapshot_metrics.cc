@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "exporter/outputs/cgroup_series.h"
 #include "exporter/outputs/context_metrics.h"
+#include "exporter/outputs/snapshot_families.h"
 
 namespace sockpressure {
 namespace {
@@ -128,199 +129,6 @@ void WriteAllTiers(const Snapshot& s, MetricWriter& out) {
   }
 }
 
-// A node-wide family of one unlabelled series.
-void WriteNodeSeries(MetricWriter& out, absl::string_view name, absl::string_view help, MetricKind kind,
-                     double value) {
-  out.Family(name, help, kind);
-  out.Value({}, {}, value);
-}
-
-void WriteNode(const Snapshot& s, MetricWriter& out) {
-  const NodeReading& n = s.node;
-  const std::vector<LabelRef> none;
-  out.Family("sockpressure_node_info", "Kernel release and cgroup mode of this node; always 1.", MetricKind::kGauge);
-  out.Value(none,
-            {{"kernel_release", n.kernel_release.value_or("unknown")}, {"cgroup_mode", CgroupModeName(s.cgroup_mode)}},
-            1);
-  if (n.swaps) {
-    WriteNodeSeries(out, "sockpressure_node_swap_enabled",
-                    "1 when a swap area is active. With swap, hot anonymous memory is scanned but not reclaimed, "
-                    "which is what makes vmpressure report false pressure.",
-                    MetricKind::kGauge, s.swap_enabled ? 1 : 0);
-    WriteNodeSeries(out, "sockpressure_node_swap_size_bytes", "Total size of active swap areas.", MetricKind::kGauge,
-                    static_cast<double>(n.swaps->size_bytes));
-    WriteNodeSeries(out, "sockpressure_node_swap_used_bytes", "Used space of active swap areas.", MetricKind::kGauge,
-                    static_cast<double>(n.swaps->used_bytes));
-  }
-  if (n.mglru_caps) {
-    WriteNodeSeries(out, "sockpressure_node_mglru_enabled",
-                    "1 when the multi-generational LRU does reclaim (/sys/kernel/mm/lru_gen/enabled bit 0); absent "
-                    "without CONFIG_LRU_GEN. It changes which pages reclaim scans, and so how often hot anonymous "
-                    "memory is scanned without being reclaimed, which arms socket pressure (measured per kernel: "
-                    "README).",
-                    MetricKind::kGauge, n.MglruOn() ? 1 : 0);
-  }
-  if (n.nosocket) {
-    WriteNodeSeries(out, "sockpressure_node_socket_accounting_enabled",
-                    "0 when the kernel was booted with cgroup.memory=nosocket: sockets are not charged to memory "
-                    "cgroups and memcg pressure cannot throttle them.",
-                    MetricKind::kGauge, s.socket_accounting_enabled ? 1 : 0);
-  }
-  if (s.tcp_memory_pressure) {
-    WriteNodeSeries(out, "sockpressure_node_tcp_memory_pressure",
-                    "1 when TCP memory (sockstat TCP mem) exceeds net.ipv4.tcp_mem[1]: global TCP memory pressure, "
-                    "which clamps every socket on the node (a different cause from memcg socket pressure).",
-                    MetricKind::kGauge, *s.tcp_memory_pressure ? 1 : 0);
-  }
-  if (n.tcp_mem_pages) {
-    WriteNodeSeries(out, "sockpressure_node_tcp_memory_pages",
-                    "Pages allocated to TCP socket buffers (sockstat TCP mem).", MetricKind::kGauge,
-                    static_cast<double>(*n.tcp_mem_pages));
-  }
-  if (n.tcp_mem_limits && n.tcp_mem_limits->size() == 3) {
-    out.Family("sockpressure_node_tcp_mem_limit_pages", "net.ipv4.tcp_mem thresholds in pages.",
-               MetricKind::kGauge);
-    const char* names[] = {"min", "pressure", "max"};
-    for (int i = 0; i < 3; ++i) out.Value(none, {{"threshold", names[i]}}, static_cast<double>((*n.tcp_mem_limits)[i]));
-  }
-  for (absl::string_view name : ExportedTcpExtCounters()) {
-    auto it = n.tcp_ext.find(name);
-    if (it == n.tcp_ext.end()) continue;
-    if (name == "TCPMemoryPressuresChrono") {
-      WriteNodeSeries(out, "sockpressure_node_tcp_memory_pressure_seconds_total",
-                      "Time the node spent under global TCP memory pressure (TcpExt TCPMemoryPressuresChrono).",
-                      MetricKind::kCounter, static_cast<double>(it->second) / 1000.0);
-      continue;
-    }
-    WriteNodeSeries(out, absl::StrCat("sockpressure_node_tcp_", TcpExtMetricPart(name), "_total"),
-                    absl::StrCat("TcpExt ", name,
-                                 " from /proc/net/netstat (node-wide; does not count memcg socket pressure)."),
-                    MetricKind::kCounter, static_cast<double>(it->second));
-  }
-  if (n.vm_pgscan) {
-    WriteNodeSeries(out, "sockpressure_node_vmscan_scanned_pages_total",
-                    "Pages scanned by reclaim on the whole node (/proc/vmstat pgscan_*, without proactive).",
-                    MetricKind::kCounter, static_cast<double>(*n.vm_pgscan));
-    WriteNodeSeries(out, "sockpressure_node_vmscan_reclaimed_pages_total",
-                    "Pages reclaimed on the whole node (/proc/vmstat pgsteal_*, without proactive).",
-                    MetricKind::kCounter, static_cast<double>(n.vm_pgsteal.value_or(0)));
-  }
-  if (n.psi_some || n.psi_full) {
-    out.Family("sockpressure_node_psi_memory_stall_seconds_total",
-               "Time tasks on the node stalled on memory (/proc/pressure/memory total).", MetricKind::kCounter);
-    if (n.psi_some) out.Value(none, {{"kind", "some"}}, static_cast<double>(n.psi_some->total_us) / 1e6);
-    if (n.psi_full) out.Value(none, {{"kind", "full"}}, static_cast<double>(n.psi_full->total_us) / 1e6);
-  }
-}
-
-// The tier judge's verdicts (state/tier_judge.h): one series per signal and
-// tier that fell short at least once.
-void WriteTierDisagreements(const Snapshot& s, MetricWriter& out) {
-  if (s.tier_disagreements.empty()) return;
-  const std::vector<LabelRef> none;
-  out.Family("sockpressure_tier_disagreements_total",
-             "Spans in which a tier counted less than the kernel's own count from a second source: under a "
-             "quarter of the pages memory.stat says the cgroup scanned (reclaim), or no socket-pressure "
-             "assertion while memory.events.local sock_throttled moved (socket_pressure). After two, the tier is "
-             "not used for that signal (sockpressure_signal_source says which is).",
-             MetricKind::kCounter);
-  for (const TierDisagreement& d : s.tier_disagreements) {
-    out.Value(none, {{"signal", std::string(SignalName(d.signal))}, {"tier", std::string(TierName(d.tier))}},
-              static_cast<double>(d.total));
-  }
-}
-
-void WriteAgent(const Snapshot& s, const BuildInfo& build, MetricWriter& out) {
-  const std::vector<LabelRef> none;
-  out.Family("sockpressure_build_info", "Version of sockpressure_exporter; always 1.", MetricKind::kGauge);
-  out.Value(none, {{"version", build.version}, {"revision", build.revision}, {"compiler", build.compiler}}, 1);
-
-  out.Family("sockpressure_signal_source",
-             "1 for the source (tier) that produced each signal in the last sample; source=\"none\" when no tier "
-             "can produce it on this node.",
-             MetricKind::kGauge);
-  for (int i = 0; i < kSignalCount; ++i) {
-    out.Value(none, {{"signal", SignalName(static_cast<Signal>(i))}, {"source", TierName(s.signal_tier[i])}}, 1);
-  }
-
-  out.Family("sockpressure_collector_success", "1 when the collector's last run succeeded.", MetricKind::kGauge);
-  for (const CollectorResult& c : s.collectors) out.Value(none, {{"collector", c.name}}, c.success ? 1 : 0);
-  out.Family("sockpressure_collector_duration_seconds", "Wall time of the collector's last run.", MetricKind::kGauge);
-  for (const CollectorResult& c : s.collectors) out.Value(none, {{"collector", c.name}}, c.duration_seconds);
-  out.Family("sockpressure_collector_last_run_timestamp_seconds",
-             "Unix time of the collector's last run; older than the last sample for a context collector whose "
-             "last reading is held while the node is idle (--sample.context-interval).",
-             MetricKind::kGauge);
-  for (const CollectorResult& c : s.collectors) {
-    out.Value(none, {{"collector", c.name}}, static_cast<double>(c.ran_unix_millis) / 1000.0);
-  }
-
-  out.Family("sockpressure_cgroups_tracked", "Memory cgroups with series.", MetricKind::kGauge);
-  out.Value(none, {}, static_cast<double>(s.cgroups.size()));
-  out.Family("sockpressure_cgroups_untracked", "Memory cgroups beyond --cgroup.max, not read in the last sample.",
-             MetricKind::kGauge);
-  out.Value(none, {}, static_cast<double>(s.cgroups_untracked));
-  out.Family("sockpressure_cgroups_skipped_total",
-             "Cgroups left out of a sample (with their subtrees) by reason: path_too_long, symlink, unreadable.",
-             MetricKind::kCounter);
-  // Every reason has a series from the start, so that increase() sees the first one.
-  for (absl::string_view reason : {"path_too_long", "symlink", "unreadable"}) {
-    auto it = s.cgroups_skipped_total.find(std::string(reason));
-    out.Value(none, {{"reason", reason}}, it == s.cgroups_skipped_total.end() ? 0.0 : static_cast<double>(it->second));
-  }
-  out.Family("sockpressure_cgroups_overflow_total", "Samples in which --cgroup.max left cgroups out.",
-             MetricKind::kCounter);
-  out.Value(none, {}, static_cast<double>(s.cgroups_overflow_total));
-  out.Family("sockpressure_samples_total", "Sampling cycles completed.", MetricKind::kCounter);
-  out.Value(none, {}, static_cast<double>(s.samples_total));
-  out.Family("sockpressure_sample_cpu_seconds", "CPU time of the last sampling cycle.", MetricKind::kGauge);
-  out.Value(none, {}, s.sample_cpu_seconds);
-  out.Family("sockpressure_sample_duration_seconds",
-             "Wall time of the sampling cycle before the last one, from its first collector to the last use of its "
-             "snapshot; above --sample.interval, the next cycle started late.",
-             MetricKind::kGauge);
-  out.Value(none, {}, s.sample_duration_seconds);
-  out.Family("sockpressure_sample_overruns_total",
-             "Sampling cycles that started late because the cycle before ran past their start; each starts as soon "
-             "as the one before ends, and the ticks missed are not caught up.",
-             MetricKind::kCounter);
-  out.Value(none, {}, static_cast<double>(s.sample_overruns_total));
-  WriteTierDisagreements(s, out);
-  out.Family("sockpressure_last_sample_timestamp_seconds", "Unix time of the last sample.", MetricKind::kGauge);
-  out.Value(none, {}, static_cast<double>(s.unix_millis) / 1000.0);
-
-  if (!s.probes.empty()) {
-    out.Family("sockpressure_probe_attached",
-               "1 when the eBPF probe is attached at this attach type, 0 when it was tried and skipped (see the log).",
-               MetricKind::kGauge);
-    for (const ProbeStatus& p : s.probes) out.Value(none, {{"probe", p.probe}, {"attach", p.attach}}, p.attached);
-    out.Family("sockpressure_bpf_events_lost_total", "Events the eBPF programs could not record (map full).",
-               MetricKind::kCounter);
-    out.Value(none, {}, static_cast<double>(s.events_lost));
-  }
-  if (!s.program_stats.empty()) {
-    out.Family("sockpressure_bpf_program_missed_runs_total",
-               "Runs of each eBPF program the kernel skipped because a BPF program was already running on that "
-               "CPU; their events are in no counter (kprobes count it from kernel 6.7).",
-               MetricKind::kCounter);
-    for (const ProgramStats& p : s.program_stats) {
-      out.Value(none, {{"program", p.program}}, static_cast<double>(p.missed_runs));
-    }
-  }
-  if (!s.program_stats.empty() && s.program_stats.front().timed) {
-    out.Family("sockpressure_bpf_program_runs_total", "Runs of each eBPF program (kernel.bpf_stats_enabled=1).",
-               MetricKind::kCounter);
-    for (const ProgramStats& p : s.program_stats) {
-      out.Value(none, {{"program", p.program}}, static_cast<double>(p.run_count));
-    }
-    out.Family("sockpressure_bpf_program_run_seconds_total",
-               "Time spent in each eBPF program (kernel.bpf_stats_enabled=1).", MetricKind::kCounter);
-    for (const ProgramStats& p : s.program_stats) {
-      out.Value(none, {{"program", p.program}}, static_cast<double>(p.run_time_ns) / 1e9);
-    }
-  }
-}
-
 }  // namespace
 
 std::string TcpExtMetricPart(absl::string_view name) {
@@ -351,8 +159,8 @@ std::vector<MetricsPart> SnapshotParts(const Snapshot& snapshot, const BuildInfo
     parts.push_back([s](MetricWriter& out) { WriteAllTiers(*s, out); });
     parts.push_back([s](MetricWriter& out) { WritePruneTiers(*s, out); });
   }
-  parts.push_back([s](MetricWriter& out) { WriteNode(*s, out); });
-  parts.push_back([s, build](MetricWriter& out) { WriteAgent(*s, build, out); });
+  parts.push_back([s, build](MetricWriter& out) { WriteSnapshotFamilies(NodeFamilies(), *s, build, out); });
+  parts.push_back([s, build](MetricWriter& out) { WriteSnapshotFamilies(AgentFamilies(), *s, build, out); });
   return parts;
 }
 
