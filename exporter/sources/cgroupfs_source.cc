@@ -181,9 +181,9 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
   // memory, which changes without reclaim). The core signal needs no read of
   // a still subtree: its counters cannot have moved.
   const bool read_all = slow_pass && (options_.read_context || cut_);
+  ++walk_;
   // Not on a full pass: reclaim that vmpressure never sees (GFP_NOIO/NOFS
   // allocations, memory.reclaim) moves memory.stat alone, and is read then.
-  ++walk_;
   const bool scanned_known = MarkScanned(sample, walk_) && !slow_pass;
   reader_.BeginWalk(walk_, rootfd, slow_pass, root_->last.v1);
   const bool incomplete = Walk(sample, slow_pass, read_all, scanned_known);
