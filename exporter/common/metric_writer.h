@@ -26,7 +26,9 @@ struct LabelRef {
 class MetricWriter {
  public:
   virtual ~MetricWriter() = default;
-  // Starts a family. Every Value() until the next Family() belongs to it.
+  // Starts a family. Every Value() until the next Family() belongs to it;
+  // a family given no Value() is left out of the output (both formats), so
+  // a writer may start a family it turns out to have no series for.
   virtual void Family(absl::string_view name, absl::string_view help, MetricKind kind) = 0;
   // One series. `base` is the shared label set (e.g. cgroup identity) and
   // `extra` the family's own labels, appended after it.

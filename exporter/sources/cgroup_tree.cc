@@ -82,14 +82,14 @@ bool HasCounters(const CgroupNode& n) { return n.have_reading && !n.last.v1 && n
 }  // namespace
 
 bool HotChildrenExplain(CgroupNode& n, uint64_t walk, const std::function<bool(CgroupNode&)>& visit) {
-  if (!n.split_known || n.events_moved || !HasCounters(n)) return false;
+  if (!n.split_known || n.visit.events_moved || !HasCounters(n)) return false;
   uint64_t scan = n.kids_scan, steal = n.kids_steal;
   bool all_read = true;
   size_t keep = 0;
   for (size_t i = 0; i < n.hot.size(); ++i) {
     CgroupNode& c = *n.hot[i];
     uint64_t old_scan = *c.last.pgscan, old_steal = *c.last.pgsteal;  // hot: it had counters
-    bool ok = c.visited_walk == walk ? c.visit_ok : visit(c);
+    bool ok = c.ReadIn(walk) ? c.visit.ok : visit(c);
     if (!ok || !HasCounters(c)) {
       all_read = false;  // gone or unreadable: the walk reads every child and reports it
       n.hot[keep++] = &c;
@@ -130,7 +130,7 @@ void TrustSplit(CgroupNode& n) {
 
 void LearnSplit(CgroupNode& n, uint64_t walk) {
   for (const auto& c : n.children) {
-    if (c->visited_walk != walk || !c->visit_ok) {
+    if (!c->ReadIn(walk) || !c->visit.ok) {
       n.split_known = false;
       return;
     }
@@ -144,12 +144,12 @@ std::vector<bool> SelectWithinMax(const std::vector<CgroupNode*>& order, size_t 
   size_t kept = 0;
   auto ancestors_missing = [&](const CgroupNode* n) {
     size_t missing = 0;
-    for (const CgroupNode* p = n; p != nullptr && !keep[static_cast<size_t>(p->order)]; p = p->parent) ++missing;
+    for (const CgroupNode* p = n; p != nullptr && !keep[static_cast<size_t>(p->visit.order)]; p = p->parent) ++missing;
     return missing;
   };
   auto take = [&](const CgroupNode* n) {
-    for (const CgroupNode* p = n; p != nullptr && !keep[static_cast<size_t>(p->order)]; p = p->parent) {
-      keep[static_cast<size_t>(p->order)] = true;
+    for (const CgroupNode* p = n; p != nullptr && !keep[static_cast<size_t>(p->visit.order)]; p = p->parent) {
+      keep[static_cast<size_t>(p->visit.order)] = true;
       ++kept;
     }
   };
@@ -157,15 +157,15 @@ std::vector<bool> SelectWithinMax(const std::vector<CgroupNode*>& order, size_t 
   // the ancestors the hierarchy needs (and the root) above them.
   for (int priority : {2, 1}) {
     for (const CgroupNode* n : order) {
-      if (n->priority < priority || keep[static_cast<size_t>(n->order)]) continue;
+      if (n->priority < priority || keep[static_cast<size_t>(n->visit.order)]) continue;
       if (kept + ancestors_missing(n) <= max) take(n);
     }
   }
   // Then the rest, shallowest first (order is breadth-first).
   for (const CgroupNode* n : order) {
     if (kept >= max) break;
-    if (keep[static_cast<size_t>(n->order)]) continue;
-    if (n->parent == nullptr || keep[static_cast<size_t>(n->parent->order)]) take(n);
+    if (keep[static_cast<size_t>(n->visit.order)]) continue;
+    if (n->parent == nullptr || keep[static_cast<size_t>(n->parent->visit.order)]) take(n);
   }
   return keep;
 }
@@ -189,7 +189,7 @@ size_t EmitSample(const std::vector<CgroupNode*>& order, size_t max, const IdInd
     const CgroupNode* n = order[i];
     index[i] = static_cast<int>(sample.cgroups.size());
     CgroupReading& c = sample.cgroups.emplace_back(n->last);
-    c.parent = n->parent == nullptr ? -1 : index[static_cast<size_t>(n->parent->order)];
+    c.parent = n->parent == nullptr ? -1 : index[static_cast<size_t>(n->parent->visit.order)];
     c.exported = n->exported;
     if (!share) sample.id_index[c.id] = index[i];
   }

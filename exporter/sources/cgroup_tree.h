@@ -43,6 +43,31 @@ class FdBudget {
   size_t used_ = 0;
 };
 
+// Which children of a cgroup the walk reads after the cgroup itself.
+enum class ChildReads {
+  kHot,      // at most its hot children, for the remainder check (HotChildrenExplain)
+  kAll,      // every child: a full read, or the check failed or could not be made
+  kScanned,  // the children the eBPF vmpressure tier saw reclaim in (CgroupfsSource::MarkScanned)
+};
+
+// What one walk did with a cgroup. Reset once per walk, when the walk first
+// reaches the cgroup (CgroupNode::BeginVisit): at its turn in the
+// breadth-first order, or before it, when its parent reads it as a hot child.
+struct CgroupVisit {
+  uint64_t walk = 0;  // the walk these fields are of (CgroupfsSource's walk count)
+  bool read = false;  // it was read in this walk (CgroupReader::Read) ...
+  bool ok = false;    // ... and the read succeeded
+  bool gone = false;  // vanished between its parent's listing and its read
+  // Its hierarchical reclaim counters (or memory.events sock_throttled)
+  // moved since its last reading: something in its subtree moved.
+  bool moved = false;
+  bool events_moved = false;  // memory.events sock_throttled moved (6.19+)
+  bool stat_failed = false;   // the read failed on memory.stat (the directory opened)
+  int err = 0;                // errno of a failed read or listing
+  ChildReads children = ChildReads::kHot;
+  int order = -1;  // position in this walk's order
+};
+
 struct CgroupNode {
   // A child shares its parent's watcher; the root gets the collector's.
   CgroupNode(SharedPath path_in, uint64_t id_in, CgroupNode* parent_in, FdBudget* budget_in,
@@ -57,6 +82,15 @@ struct CgroupNode {
   CgroupNode& operator=(const CgroupNode&) = delete;
 
   void CloseFds();
+  // Starts this walk's visit, once: the first call in a walk resets `visit`,
+  // later ones (its turn in the breadth-first order after its parent read it
+  // as a hot child) return it as it stands.
+  CgroupVisit& BeginVisit(uint64_t walk) {
+    if (visit.walk != walk) visit = CgroupVisit{walk};
+    return visit;
+  }
+  // It was read in walk `walk` (successfully or not: visit.ok).
+  bool ReadIn(uint64_t walk) const { return visit.walk == walk && visit.read; }
   // The directory's name within its parent.
   const char* name() const;
 
@@ -86,23 +120,10 @@ struct CgroupNode {
   // What --cgroup.max keeps first: 2 held socket memory (where throttling
   // bites), 1 was reclaimed from, 0 neither, at any reading so far.
   int priority = 0;
-  // Set during a walk.
-  bool gone = false;
-  bool moved = false;
-  bool events_moved = false;  // memory.events sock_throttled moved (6.19+)
-  bool read_kids = false;     // every child is read in this walk
-  // Only the children the eBPF vmpressure tier saw reclaimed are read in
-  // this walk (the remainder check failed; CgroupfsSource::MarkScanned).
-  bool read_scanned = false;
-  uint64_t scanned_walk = 0;  // the walk in which that tier saw reclaim in this subtree
-  int order = -1;  // position in this walk's order
-  // The walk that read this cgroup last (CgroupfsSource's cycle count), and
-  // how: a parent may read its hot children before the breadth-first walk
-  // reaches them (HotChildrenExplain).
-  uint64_t visited_walk = 0;
-  bool visit_ok = false;
-  bool stat_failed = false;  // the visit failed on memory.stat (the directory opened)
-  int read_err = 0;          // errno of a failed visit
+  // The walk in which the eBPF vmpressure tier last saw reclaim in this
+  // subtree (CgroupfsSource::MarkScanned, before the walk reaches it).
+  uint64_t scanned_walk = 0;
+  CgroupVisit visit;  // what the walk it was last reached in did with it
 
   // The own share (docs/sampling.md, "The remainder check"): on v2 a
   // cgroup's pgscan/pgsteal are its own reclaim plus its children's
@@ -138,12 +159,12 @@ void NoteMoved(CgroupNode& n, uint64_t walk);
 bool HotChildrenExplain(CgroupNode& n, uint64_t walk, const std::function<bool(CgroupNode&)>& visit);
 
 // After a walk that read only the children the eBPF vmpressure tier saw
-// reclaimed (n.read_scanned): the others did not move, so the split is the
+// reclaimed (ChildReads::kScanned): the others did not move, so the split is the
 // children's latest readings, read now or kept. Forgets it when a child has
 // no counters.
 void TrustSplit(CgroupNode& n);
 
-// After a walk that read every child of `n` (n.read_kids): learns the split
+// After a walk that read every child of `n` (ChildReads::kAll): learns the split
 // afresh, or forgets it when a child could not be read or counters are
 // missing. Call after the gone children left the tree.
 void LearnSplit(CgroupNode& n, uint64_t walk);
@@ -163,7 +184,7 @@ bool ReconcileChildren(CgroupNode& n, const std::vector<std::pair<std::string, u
 // then the others shallowest first. Returns flags parallel to `order`.
 std::vector<bool> SelectWithinMax(const std::vector<CgroupNode*>& order, size_t max);
 
-// Puts the walk's cgroups (`order`, each with its position in n->order) that
+// Puts the walk's cgroups (`order`, each with its position in n->visit.order) that
 // SelectWithinMax keeps into sample.cgroups with their last readings and
 // parent indices, and marks the memory.stat/memory.events tiers live.
 // Returns how many were left out.

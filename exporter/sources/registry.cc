@@ -1,9 +1,10 @@
 // The collectors linked into the binary, one row each: name, default, help,
-// cadence, factory and, for bpf, its sub-switches. Order matters: bpf runs
-// first, because the cgroupfs walk reads the cgroups in which its vmpressure
-// tier saw reclaim; cgroupfs next, because the other collectors resolve
-// cgroup ids through the cgroups it found in the same sample.
+// cadence, the collectors it runs after, factory and, for bpf, its
+// sub-switches. The rows are the collection order; a row comes after those
+// it names (CheckCollectorOrder says so at start-up).
 #include <algorithm>
+
+#include "absl/strings/str_cat.h"
 
 #include "exporter/sources/bpf/bpf_source.h"
 #include "exporter/sources/bpf/tcp_census_source.h"
@@ -31,6 +32,7 @@ const std::vector<SourceRegistration>& RegisteredSources() {
        true,
        "all eBPF tiers (falls back per signal; off without root or BTF)",
        kEveryCycle,
+       {},
        [](const SourceContext& ctx) { return NewBpfSourceFromFlags(ctx); },
        {
            {{"bpf_vmpressure", true, "eBPF vmpressure() verdicts (fentry/fexit, else kprobe/kretprobe)"},
@@ -44,7 +46,9 @@ const std::vector<SourceRegistration>& RegisteredSources() {
              "tcp_prune_ofo_queue)"},
             &BpfProbes::prunes},
        }},
+      // The walk reads first the cgroups in which bpf's vmpressure tier saw reclaim.
       {"cgroupfs", true, "memory cgroup hierarchy: memory.stat, memory.events, memory.pressure, limits", kEveryCycle,
+       {"bpf"},
        [](const SourceContext& ctx) {
          // The full pass (new directories, slow files): --cgroup.full-pass-interval.
          uint64_t slow_every = static_cast<uint64_t>(std::max(1.0, ctx.full_pass_seconds / ctx.interval_seconds));
@@ -53,22 +57,46 @@ const std::vector<SourceRegistration>& RegisteredSources() {
          o.exported = ctx.cgroup_exported;
          return NewCgroupfsSource(ctx.paths, std::move(o));
        }},
-      {"kernel", true, "kernel release and cgroup.memory=nosocket from the command line", kContext,
+      {"kernel", true, "kernel release and cgroup.memory=nosocket from the command line", kContext, {},
        [](const SourceContext& ctx) { return NewKernelSource(ctx.paths); }},
-      {"swaps", true, "active swap areas (/proc/swaps)", kContext,
+      {"swaps", true, "active swap areas (/proc/swaps)", kContext, {},
        [](const SourceContext& ctx) { return NewSwapsSource(ctx.paths); }},
-      {"netstat", true, "TcpExt pruning, collapse, memory-pressure and zero-window counters", kContext,
+      {"netstat", true, "TcpExt pruning, collapse, memory-pressure and zero-window counters", kContext, {},
        [](const SourceContext& ctx) { return NewNetstatSource(ctx.paths); }},
-      {"sockstat", true, "global TCP memory against net.ipv4.tcp_mem", kContext,
+      {"sockstat", true, "global TCP memory against net.ipv4.tcp_mem", kContext, {},
        [](const SourceContext& ctx) { return NewSockstatSource(ctx.paths); }},
-      {"vmstat", true, "node-wide reclaim (/proc/vmstat) and memory PSI", kContext,
+      {"vmstat", true, "node-wide reclaim (/proc/vmstat) and memory PSI", kContext, {},
        [](const SourceContext& ctx) { return NewVmstatSource(ctx.paths); }},
+      // The censuses map socket cgroup ids to the cgroups that cgroupfs found;
+      // sock_diag stands down while bpf_census' iterator tier counted.
       {"bpf_census", true, "eBPF TCP iterator census of clamped sockets per cgroup, in every network namespace",
-       kContext, [](const SourceContext& ctx) { return NewBpfCensusSource(ctx); }},
+       kContext, {"cgroupfs"}, [](const SourceContext& ctx) { return NewBpfCensusSource(ctx); }},
       {"sock_diag", true, "TCP socket census per cgroup via inet_diag, in every network namespace", kContext,
+       {"cgroupfs", "bpf_census"},
        [](const SourceContext& ctx) { return NewSockDiagSource(ctx.paths, ctx.all_tiers); }},
   };
   return collectors;
+}
+
+absl::Status CheckCollectorOrder(const std::vector<SourceRegistration>& collectors) {
+  std::set<std::string, std::less<>> registered, earlier;
+  for (const SourceRegistration& r : collectors) registered.insert(r.name);
+  for (const SourceRegistration& r : collectors) {
+    for (const std::string& needed : r.after) {
+      if (!registered.count(needed)) {
+        return absl::InternalError(
+            absl::StrCat("collector ", r.name, " runs after collector ", needed, ", which is not registered"));
+      }
+      if (!earlier.count(needed)) {
+        return absl::InternalError(absl::StrCat("collector ", r.name, " is listed before collector ", needed,
+                                                ", whose results in the same sample it reads: its row in "
+                                                "registry.cc must come after ",
+                                                needed, "'s"));
+      }
+    }
+    earlier.insert(r.name);
+  }
+  return absl::OkStatus();
 }
 
 std::set<std::string, std::less<>> DefaultCollectors() {

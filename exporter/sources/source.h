@@ -110,21 +110,26 @@ struct BpfProbeSwitch {
   bool BpfProbes::*probe;
 };
 
-// A collector's row in registry.cc. (--collector.context is no collector: it picks the
-// output profile and is an outputs flag, outputs/http_flags.h.)
+// A collector's row in registry.cc. (--metrics.profile, whose deprecated
+// spelling is --collector.context, is no collector: it picks the output
+// profile and is an outputs flag, outputs/http_flags.h.)
 struct SourceRegistration {
   std::string name;  // --collector.NAME, Source::name() and the `collector` label
   bool enabled_by_default;
   std::string help;  // shown in --help for --collector.NAME
   CollectorCadence cadence;
+  // The collectors whose results in the same Sample this one reads: it runs
+  // after each of them that is enabled (CheckCollectorOrder).
+  std::vector<std::string> after;
   SourceFactory factory;
   std::vector<BpfProbeSwitch> bpf_probes = {};  // the bpf collector's sub-switches
 };
 
-// All sources linked into the binary, in collection order (bpf first: the
-// cgroupfs walk follows its vmpressure tier; then cgroupfs: the others
-// resolve cgroup ids through it).
+// All sources linked into the binary, in collection order.
 const std::vector<SourceRegistration>& RegisteredSources();
+// Internal when a collector is listed before one it runs after, or names
+// one that is not registered; checked at start-up (SourceContextFromFlags).
+absl::Status CheckCollectorOrder(const std::vector<SourceRegistration>& collectors);
 
 // Every --[no-]collector.NAME flag: each collector's, then its sub-switches.
 std::vector<CollectorSwitch> CollectorSwitches();

@@ -110,6 +110,9 @@ void RegisterCollectorFlags(FlagSet* flags, SourceFlags* f) {
 }
 
 absl::StatusOr<SourceContext> SourceContextFromFlags(const SourceFlags& f) {
+  // A registry whose rows run a collector before one whose results it reads
+  // would build, and its samples would be quietly wrong: refuse to start.
+  if (absl::Status order = CheckCollectorOrder(RegisteredSources()); !order.ok()) return order;
   if (f.interval < absl::Milliseconds(100) || f.cgroup_max < 1) {
     return absl::InvalidArgumentError("--sample.interval must be >= 100ms and --cgroup.max >= 1");
   }

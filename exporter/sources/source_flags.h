@@ -40,7 +40,9 @@ void RegisterSourceFlags(FlagSet* flags, SourceFlags* f);
 // --[no-]collector.NAME for every registered collector.
 void RegisterCollectorFlags(FlagSet* flags, SourceFlags* f);
 
-// InvalidArgument names the flag that is out of range or malformed.
+// InvalidArgument names the flag that is out of range or malformed;
+// Internal when the registry lists a collector before one it runs after
+// (CheckCollectorOrder), so that such a binary does not start.
 absl::StatusOr<SourceContext> SourceContextFromFlags(const SourceFlags& f);
 
 // Builds the enabled sources in collection order; `names` gets the name of

@@ -12,6 +12,7 @@
 #include "exporter/outputs/http_flags.h"
 #include "exporter/outputs/metrics_endpoint.h"
 #include "exporter/outputs/proto_writer.h"
+#include "exporter/outputs/snapshot_families.h"
 #include "exporter/outputs/snapshot_metrics.h"
 #include "exporter/outputs/text_writer.h"
 #include "exporter/proto/metrics.pb.h"
@@ -251,6 +252,27 @@ TEST(SnapshotMetricsTest, TcpExtNames) {
   EXPECT_EQ(TcpExtMetricPart("OfoPruned"), "ofo_pruned");
   EXPECT_EQ(TcpExtMetricPart("TCPWantZeroWindowAdv"), "want_zero_window_adv");
   EXPECT_EQ(TcpExtMetricPart("TCPMemoryPressures"), "memory_pressures");
+}
+
+// The node table has a row for every TcpExt counter the netstat collector
+// reads, named from it, in the collector's order: a counter added there and
+// not here would be read and never exported.
+TEST(SnapshotMetricsTest, EveryTcpExtCounterHasItsNodeFamily) {
+  std::vector<std::string> tcp_families;
+  for (const SnapshotFamily& f : NodeFamilies()) {
+    std::string name = f.name;
+    if (absl::StartsWith(name, "sockpressure_node_tcp_") && absl::EndsWith(name, "_total")) {
+      tcp_families.push_back(name);
+    }
+  }
+  std::vector<std::string> expected;
+  for (absl::string_view counter : ExportedTcpExtCounters()) {
+    // Milliseconds, exported as seconds under a name of its own.
+    expected.push_back(counter == "TCPMemoryPressuresChrono"
+                           ? "sockpressure_node_tcp_memory_pressure_seconds_total"
+                           : absl::StrCat("sockpressure_node_tcp_", TcpExtMetricPart(counter), "_total"));
+  }
+  EXPECT_EQ(tcp_families, expected);
 }
 
 TEST(MetricsEndpointTest, AcceptNegotiation) {
