@@ -447,6 +447,11 @@ class TraceIntervalTest(unittest.TestCase):
         j = lab.interval_agreement([(100.2, 101.0)], [101, 110, 111], 90, 120)
         self.assertEqual((j["recalled"], j["false"], j["tier"]), (1, 2, 3))
 
+    def test_only_tiers_that_serve_pressure_are_judged(self):
+        probes = [("vmpressure", "fentry"), ("socket_pressure", "iter"), ("window_clamps", "fexit")]
+        self.assertEqual([s for s in ("fentry", "kprobe", "iter", "memory_stat", "sock_diag", "tp_btf")
+                          if lab.serves_pressure(s, probes)], ["fentry", "iter", "memory_stat"])
+
     def test_moves_the_trace_cannot_judge_are_left_out(self):
         # Before start + lag and after the stop the kernel's side is not known.
         j = lab.interval_agreement([], [91, 125], 90, 120)

@@ -882,7 +882,7 @@ def collect_prometheus(res, stack, guest, A, B, agent_names):
                                 f'{{cgroup=~"{A}|{B}",lab_agent="{name}"}}{rng})'):
                 src, cg = m.get("source"), m.get("cgroup")
                 key = "A" if cg == A else "B"
-                if live.get(key, []) is None:
+                if live.get(key, []) is None or not serves_pressure(src, probes):
                     continue
                 moved = p.steps(f'increase(sockpressure_tier_socket_pressure_seconds_total{{cgroup="{cg}",'
                                 f'lab_agent="{name}",source="{src}"}}[2s]) > 0', trace_span[0],
@@ -1359,6 +1359,16 @@ def assess_prunes(ck, run, r, A, B):
 # Seconds from the kernel's assertion to the tier's move in Prometheus: the agent samples once a second,
 # Prometheus scrapes once a second, and increase()'s 2 s range ends at the step.
 TRACE_LAG = 3
+
+
+def serves_pressure(source, probes):
+    """Whether `source` produces socket pressure in an agent with these (probe, attach) pairs live: a
+    source with no such probe exports zeros for it, which are no verdict."""
+    if source == "memory_stat":
+        return True
+    if source in ("fentry", "kprobe"):
+        return ("vmpressure", source) in probes
+    return source == "iter" and ("socket_pressure", "iter") in probes
 
 
 def trace_end(guest):
