@@ -42,18 +42,7 @@ def boot(args, guest, initrd, kernel, rundir):
     cmd = lab.qemu_cmd(shutil.which("qemu-system-x86_64"), {"KERNEL": guest["KERNEL"], "INITRD": initrd,
                                                              "DISK": guest["DISK"]}, append, args.mem_mib,
                        "restrict=on", disk=True)
-    con = lab.Console(cmd, os.path.join(rundir, f"netcost-{kernel}.console.log"))
-    deadline = time.time() + args.timeout
-    try:
-        while con.alive() and time.time() < deadline and not (con.first("done") or con.first("fatal")):
-            time.sleep(1)
-    finally:
-        con.stop()
-    if con.first("fatal"):
-        log(f"{kernel}: guest failed: {con.first('fatal')[3]}")
-    elif not con.first("done"):
-        log(f"{kernel}: no result within {args.timeout} s (console: {con.log_path})")
-    return con
+    return lab_scale.run_guest(cmd, os.path.join(rundir, f"netcost-{kernel}.console.log"), args.timeout, kernel, log)
 
 
 def rows(kver, con):

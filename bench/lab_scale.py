@@ -123,19 +123,25 @@ def boot(args, guest, initrd, n, rundir):
     mem = args.mem_mib or (3072 if n <= 10000 else 8192)
     cmd = lab.qemu_cmd(shutil.which("qemu-system-x86_64"), {"KERNEL": guest["KERNEL"], "INITRD": initrd}, append,
                        mem, "restrict=on", disk=False)
-    con = lab.Console(cmd, os.path.join(rundir, f"n{n}.console.log"))
-    deadline = time.time() + args.timeout
+    return run_guest(cmd, os.path.join(rundir, f"n{n}.console.log"), args.timeout, f"n={n}", log)
+
+
+def run_guest(cmd, console_log, timeout, label, log):
+    """Boots `cmd` and waits until the guest logs done (then powers off) or fatal, or `timeout`
+    seconds pass; says which went wrong. The console, with its "LAB kind ..." events."""
+    con = lab.Console(cmd, console_log)
+    deadline = time.time() + timeout
     try:
         while con.alive() and time.time() < deadline and not (con.first("done") or con.first("fatal")):
             time.sleep(1)
         while con.alive() and time.time() < deadline and con.first("done"):
-            time.sleep(1)  # the agent's log tail and poweroff
+            time.sleep(1)  # the guest's last lines and poweroff
     finally:
         con.stop()
     if con.first("fatal"):
-        log(f"n={n}: guest failed: {con.first('fatal')[3]}")
+        log(f"{label}: guest failed: {con.first('fatal')[3]}")
     elif not con.first("done"):
-        log(f"n={n}: no result within {args.timeout} s (console: {con.log_path})")
+        log(f"{label}: no result within {timeout} s (console: {con.log_path})")
     return con
 
 

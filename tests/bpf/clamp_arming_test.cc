@@ -26,6 +26,7 @@
 #include "exporter/sources/shared/privileged_worker.h"
 #include "gtest/gtest.h"
 #include "tests/bpf/bpf_test_main.h"
+#include "tests/bpf/sample_find.h"
 #include "tests/bpf/net_util.h"
 
 #include "sockpressure_bpf.h"
@@ -40,19 +41,8 @@ using testing::TcpPair;
 constexpr double kQuiet = 1.0;  // seconds; the agent's is ClampArming::kQuietSeconds
 constexpr uint64_t kFakeMemcg = ~uint64_t{0} - 48;  // no cgroup has this id
 
-const ProbeStatus* Find(const std::vector<ProbeStatus>& ps, const std::string& probe) {
-  for (const ProbeStatus& p : ps) {
-    if (p.probe == probe && p.loaded) return &p;
-  }
-  return nullptr;
-}
-
-const ProgramStats* Program(const Sample& s, const std::string& name) {
-  for (const ProgramStats& p : s.program_stats) {
-    if (p.program == name) return &p;
-  }
-  return nullptr;
-}
+using testing::LoadedProbe;
+using testing::ProgramNamed;
 
 // Runs fn on the privileged worker, as the sampler runs a collector that
 // declared capabilities (sources/source_flags.cc, OnPrivilegedWorker).
@@ -81,9 +71,9 @@ TEST(ClampArming, TpBtfDetachedWithoutPressureAttachedWithIt) {
   o.clamp_attach = {"tp_btf"};
   o.clamp_quiet_seconds = kQuiet;
   std::unique_ptr<BpfSource> src = NewBpfSource(o);
-  const ProbeStatus* clamp = Find(src->Probes(), "window_clamps");
+  const ProbeStatus* clamp = LoadedProbe(src->Probes(), "window_clamps");
   if (!clamp) GTEST_SKIP() << "tp_btf/tcp_rcv_space_adjust refused by this kernel";
-  if (!Find(src->Probes(), "socket_pressure")) GTEST_SKIP() << "no cgroup iterator: nothing to gate on";
+  if (!LoadedProbe(src->Probes(), "socket_pressure")) GTEST_SKIP() << "no cgroup iterator: nothing to gate on";
   // The agent's privileges from here on (main.cc, AddCollectors).
   std::printf("%s\n", DropUnneededCapabilities().c_str());
   PrivilegedWorker::Get().Start();
@@ -95,10 +85,10 @@ TEST(ClampArming, TpBtfDetachedWithoutPressureAttachedWithIt) {
   for (const auto& [id, p] : quiet.pressure[Tier::kIter]) {
     if (p.active) GTEST_SKIP() << "memcg " << id << " is under socket pressure on this host now";
   }
-  const ProbeStatus* st = Find(quiet.probes, "window_clamps");
+  const ProbeStatus* st = LoadedProbe(quiet.probes, "window_clamps");
   ASSERT_NE(st, nullptr);
   EXPECT_FALSE(st->attached) << "no pressure: the program should be detached";
-  const ProgramStats* prog = Program(quiet, "clamp_tp_btf");
+  const ProgramStats* prog = ProgramNamed(quiet, "clamp_tp_btf");
   ASSERT_NE(prog, nullptr);
   EXPECT_FALSE(prog->attached);
   EXPECT_EQ(prog->attaches, 1u);
@@ -108,9 +98,9 @@ TEST(ClampArming, TpBtfDetachedWithoutPressureAttachedWithIt) {
   Sample hot;
   hot.pressure[Tier::kIter][kFakeMemcg] = PressureState{true, 1, 0.5};
   Collect(*src, hot);
-  st = Find(hot.probes, "window_clamps");
+  st = LoadedProbe(hot.probes, "window_clamps");
   EXPECT_TRUE(st->attached) << "pressure: the program should be attached again";
-  prog = Program(hot, "clamp_tp_btf");
+  prog = ProgramNamed(hot, "clamp_tp_btf");
   EXPECT_TRUE(prog->attached);
   EXPECT_EQ(prog->attaches, 2u);
   EXPECT_EQ(prog->attach_failures, 0u);
@@ -120,8 +110,8 @@ TEST(ClampArming, TpBtfDetachedWithoutPressureAttachedWithIt) {
   std::this_thread::sleep_for(std::chrono::duration<double>(kQuiet + 0.2));
   Sample later;
   Collect(*src, later);
-  EXPECT_FALSE(Find(later.probes, "window_clamps")->attached) << "quiet period over: detached again";
-  prog = Program(later, "clamp_tp_btf");
+  EXPECT_FALSE(LoadedProbe(later.probes, "window_clamps")->attached) << "quiet period over: detached again";
+  prog = ProgramNamed(later, "clamp_tp_btf");
   EXPECT_GT(prog->attached_seconds, 0.0);
   EXPECT_LT(prog->attached_seconds, 60.0);
   const uint64_t after_runs = RunsDuringTraffic(*src);

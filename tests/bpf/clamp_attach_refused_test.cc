@@ -19,6 +19,7 @@
 #include "exporter/sources/shared/privileged_worker.h"
 #include "gtest/gtest.h"
 #include "tests/bpf/bpf_test_main.h"
+#include "tests/bpf/sample_find.h"
 
 namespace sockpressure {
 namespace {
@@ -40,19 +41,8 @@ bool RefuseBpfLinks() {
   return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0, 0) == 0;
 }
 
-const ProbeStatus* Loaded(const std::vector<ProbeStatus>& ps, const std::string& probe) {
-  for (const ProbeStatus& p : ps) {
-    if (p.probe == probe && p.loaded) return &p;
-  }
-  return nullptr;
-}
-
-const ProgramStats* Program(const Sample& s, const std::string& name) {
-  for (const ProgramStats& p : s.program_stats) {
-    if (p.program == name) return &p;
-  }
-  return nullptr;
-}
+using testing::LoadedProbe;
+using testing::ProgramNamed;
 
 TEST(ClampArming, RefusedReattachIsCountedAndTheCollectorGoesOn) {
   BpfOptions o;
@@ -60,14 +50,14 @@ TEST(ClampArming, RefusedReattachIsCountedAndTheCollectorGoesOn) {
   o.prunes = false;
   o.clamp_attach = {"tp_btf"};
   std::unique_ptr<BpfSource> src = NewBpfSource(o);
-  if (!Loaded(src->Probes(), "window_clamps")) GTEST_SKIP() << "tp_btf/tcp_rcv_space_adjust refused by this kernel";
-  if (!Loaded(src->Probes(), "socket_pressure")) GTEST_SKIP() << "no cgroup iterator: nothing to gate on";
+  if (!LoadedProbe(src->Probes(), "window_clamps")) GTEST_SKIP() << "tp_btf/tcp_rcv_space_adjust refused by this kernel";
+  if (!LoadedProbe(src->Probes(), "socket_pressure")) GTEST_SKIP() << "no cgroup iterator: nothing to gate on";
   Sample quiet;
   ASSERT_TRUE(src->Collect(quiet).ok());
   for (const auto& [id, p] : quiet.pressure[Tier::kIter]) {
     if (p.active) GTEST_SKIP() << "memcg " << id << " is under socket pressure on this host now";
   }
-  ASSERT_FALSE(Loaded(quiet.probes, "window_clamps")->attached);
+  ASSERT_FALSE(LoadedProbe(quiet.probes, "window_clamps")->attached);
 
   ASSERT_TRUE(RefuseBpfLinks()) << "seccomp filter: " << std::strerror(errno);
   PrivilegedWorker::Get().Start();  // inherits the filter, as the agent's worker inherits its privileges
@@ -76,10 +66,10 @@ TEST(ClampArming, RefusedReattachIsCountedAndTheCollectorGoesOn) {
     hot.pressure[Tier::kIter][kFakeMemcg] = PressureState{true, round, 0.5};
     std::string err = PrivilegedWorker::Get().Run([&] { ASSERT_TRUE(src->Collect(hot).ok()); });
     ASSERT_EQ(err, "");
-    EXPECT_FALSE(Loaded(hot.probes, "window_clamps")->attached);
+    EXPECT_FALSE(LoadedProbe(hot.probes, "window_clamps")->attached);
     EXPECT_TRUE(hot.IsLive(Signal::kSocketPressure, Tier::kIter)) << "the iterator tier must go on";
     EXPECT_TRUE(hot.IsLive(Signal::kWindowClamps, Tier::kTpBtf));
-    const ProgramStats* prog = Program(hot, "clamp_tp_btf");
+    const ProgramStats* prog = ProgramNamed(hot, "clamp_tp_btf");
     ASSERT_NE(prog, nullptr);
     EXPECT_FALSE(prog->attached);
     EXPECT_EQ(prog->attaches, 1u);
