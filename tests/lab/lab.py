@@ -133,12 +133,16 @@ PRUNE_ROWS = [
 ARM64_61_FENTRY = ("Debian's arm64 6.1 has no ftrace direct calls (CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS: "
                    "arm64 6.4+), so its BPF trampoline cannot attach to a kernel function: fentry/fexit fail "
                    "and the agent uses kprobe (docs/arm64.md)")
+ARM64_61_INLINED = ("Debian's arm64 6.1 build inlines tcp_prune_ofo_queue() (in neither its BTF nor kallsyms; "
+                    "x86-64's 6.1 and arm64's 6.12 keep it): the prune function tier has nothing to attach to "
+                    "(the drop tier counts the prunes' drops)")
 UNATTACHABLE = {
     ("fentry-prunes", "6.1"): "6.1's x86-64 BPF trampoline takes at most 6 arguments and tcp_collapse() has 7: "
                               "the attach fails with -524 (ENOTSUPP) and the agent uses kprobe (more arguments: 6.6+)",
     ("fentry", "6.1", "arm64"): ARM64_61_FENTRY,
     ("fexit-clamps", "6.1", "arm64"): ARM64_61_FENTRY,
-    ("fentry-prunes", "6.1", "arm64"): ARM64_61_FENTRY,
+    ("fentry-prunes", "6.1", "arm64"): ARM64_61_FENTRY + "; and " + ARM64_61_INLINED,
+    ("kprobe-prunes", "6.1", "arm64"): ARM64_61_INLINED,
 }
 # Probes a forced agent cannot attach on a kernel, measured, with why (no verdict there, not a pass).
 FORCED_UNATTACHABLE = {
