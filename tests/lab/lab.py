@@ -8,7 +8,9 @@ Prometheus (scraping it via QEMU's port forward, with the project's alert rules)
 and a real Alertmanager delivering to a local webhook. It then asserts the
 per-condition expectations, the per-tier verdicts and measures detection
 latency. Nothing leaves 127.0.0.1; the host's cgroups, sysctls and swap are
-never touched (all pressure lives inside the guest).
+never touched (all pressure lives inside the guest). --arch arm64 does the same
+with Debian's arm64 kernels under qemu-system-aarch64 -M virt and the cross-built
+agent (ARCHES, ARCH_DEFAULTS).
 """
 import argparse
 import json
