@@ -1379,7 +1379,8 @@ def assess_trace(ck, run, r, A, B):
     vmp = r.get("vmp")
     if vmp is None or vmp.get("calls") is None:
         ck.missing(run, "A and B: socket pressure named as the kernel's traced vmpressure() asserted it",
-                   r.get("vmp_trace") or ("the trace recorded no call" if vmp is not None else
+                   r.get("vmp_trace") or (f"the trace recorded no call (kprobe hits {vmp.get('kprobe_hits', '?')}, "
+                                           f"events read {vmp.get('read_events', '?')})" if vmp is not None else
                                            "no vmp_result from the guest"))
         return
     r["vmp_compare"] = {"overrun": vmp.get("overrun"), "calls": vmp.get("calls")}

@@ -78,7 +78,11 @@ vmp_trace_stop() {
   # tracepoint probes), and the kernel text that patches crashed a 6.12 guest with an int3 oops under
   # multi-threaded TCG (one vCPU ran the code the other was patching). The totals are read instead.
   sleep 2
-  log vmp_result $(cat /tmp/vmp.totals 2>/dev/null) overrun=$(awk '/^overrun/{s += $2} END{print s + 0}' $TR/per_cpu/cpu*/stats)
+  # kprobe_hits (kprobe_profile) and read_events (what trace_pipe handed the awk) tell, when no call was
+  # recorded, whether the probe never fired or the events were lost on the way.
+  log vmp_result $(cat /tmp/vmp.totals 2>/dev/null) overrun=$(awk '/^overrun/{s += $2} END{print s + 0}' $TR/per_cpu/cpu*/stats) \
+    kprobe_hits=$(awk '$1 == "vmp" {print $2}' $TR/kprobe_profile 2>/dev/null) \
+    read_events=$(awk '/^read events/{s += $3} END{print s + 0}' $TR/per_cpu/cpu*/stats)
   kill $VMP_AWK 2>/dev/null
   VMP_AWK=
 }
