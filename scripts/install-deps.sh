@@ -26,6 +26,9 @@ TEST_PKGS=(
   # The lab's proxy condition also needs fio and nginx: tests/lab/build-guest downloads their debs
   # (apt-get download) and unpacks them for the guest, never installs them (nginx would start here).
   qemu-system-x86 busybox-static e2fsprogs cpio kmod zstd xz-utils gzip util-linux binutils systemd
+  # The arm64 lab (tests/lab/run --arch arm64, ctest -L lab-arm64): qemu-system-aarch64 -M virt boots the
+  # kernel directly (no firmware); its busybox and iproute2 are arm64 debs the lab downloads and unpacks.
+  qemu-system-arm
   clang-14 libclang-rt-14-dev
   mmdebstrap buildah  # the release image (scripts/build-image.sh), without a registry
   # The arm64 cross build (scripts/cross-build.sh): compiler, libc and libstdc++; the other arm64

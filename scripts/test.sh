@@ -55,7 +55,9 @@ fi
 # whose two emulated CPUs want both cores, so it runs alone after them.
 stage "ctest, all but the lab (-j$(nproc))" ctest --test-dir build --output-on-failure --timeout 1800 -LE lab \
   -j"$(nproc)" || failed
-stage "ctest -L lab (QEMU kernel lab)" ctest --test-dir build --output-on-failure --timeout 3600 -L lab || failed
+# The arm64 lab (label lab-arm64, opt-in: SOCKPRESSURE_LAB_ARM64=1) is left out: it does not fit CI's budget.
+stage "ctest -L lab (QEMU kernel lab)" ctest --test-dir build --output-on-failure --timeout 3600 -L lab \
+  -LE lab-arm64 || failed
 stage "ASan+UBSan build and tests" scripts/sanitizers.sh asan
 stage "TSan build and tests" scripts/sanitizers.sh tsan
 stage "fuzzing" scripts/fuzz.sh

@@ -15,9 +15,9 @@ import lab  # noqa: E402
 A, B = "/lab/A", "/lab/B"
 
 
-def args():
+def args(arch="amd64"):
     return types.SimpleNamespace(agent="agent", throttle_alerts=("SockPressureTCPThrottled",), cgroup_a=A,
-                                 cgroup_b=B, fallback_reason=None, core=None)
+                                 cgroup_b=B, fallback_reason=None, core=None, arch=arch)
 
 
 def boot(cond, kernel, mglru, clamped, agent_says, **extra):
@@ -326,6 +326,22 @@ class FallbackCoverageTest(unittest.TestCase):
         kprobe = "tier " + lab.TIER_LABEL["kprobe"]
         self.assertIn(("swap", kprobe), self.missing(boot("swap", "6.1", "off", True, True),
                                                      self.control_with_kprobe_agent()))
+
+    def test_arm64_6_1_fentry_refusal_is_named_not_failed(self):
+        # arm64 6.1 has no ftrace direct calls: the fentry/fexit rows are MISSING with that reason, while
+        # x86-64's 6.1 names only the 7-argument tcp_collapse() for the fentry prune tier.
+        def why(arch, rid):
+            ck = lab.assess(args(arch), {"swap": boot("swap", "6.1", "off", True, True)})
+            return [d for c, n, ok, d in ck.rows if ok is None and n == "tier " + lab.TIER_LABEL[rid]]
+        self.assertIn("direct calls", why("arm64", "fentry")[0])
+        self.assertIn("direct calls", why("arm64", "fentry-prunes")[0])
+        self.assertNotIn("direct calls", why("amd64", "fentry")[0])
+        self.assertIn("7", why("amd64", "fentry-prunes")[0])
+        self.assertEqual(self.failed_rows(args("arm64")), [])
+
+    def failed_rows(self, a):
+        return [n for c, n, ok, d in lab.assess(a, {"swap": boot("swap", "6.1", "off", True, True)}).rows
+                if ok is False]
 
 
 

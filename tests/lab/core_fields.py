@@ -10,8 +10,9 @@ declarations and guards from the sources, and each kernel's BTF with bpftool, so
 (and fail on) the differences before a boot would show them as a tier that did not load.
 
 Usage: core_fields.py NAME=BTF_OR_VMLINUZ ... [--markdown]
-  BTF_OR_VMLINUZ: a raw BTF file (/sys/kernel/btf/vmlinux), an ELF vmlinux, or a bzImage whose
-  payload is zstd/xz/gzip compressed (Debian's /boot/vmlinuz-*), unpacked to a temporary file.
+  BTF_OR_VMLINUZ: a raw BTF file (/sys/kernel/btf/vmlinux), an ELF vmlinux, a bzImage whose
+  payload is zstd/xz/gzip compressed (Debian's amd64 /boot/vmlinuz-*), unpacked to a temporary file,
+  or an uncompressed arm64 Image (Debian's arm64 vmlinuz), whose .BTF is cut out by its header.
 Exit status: 0 all required items resolve everywhere, 1 a required item is missing somewhere,
 2 usage or tool error.
 """
@@ -112,7 +113,33 @@ def btf_file(path, tmp):
                 if o.read(4) == b"\x7fELF":
                     return out
             at = data.find(magic, at + 1)
+    raw = raw_btf(data, path, tmp)
+    if raw:
+        return raw
     raise SystemExit(f"core_fields: no ELF vmlinux found in {path}")
+
+
+def raw_btf(data, path, tmp):
+    """The .BTF section of a raw kernel image (arm64's Image: Debian's arm64 vmlinuz is neither ELF nor
+    compressed), found by its header: magic 0xeb9f, version 1, a 24-byte header, the type section first
+    and the string section right after it, within the image. The largest such blob is the kernel's."""
+    import struct
+    best = None
+    at = data.find(b"\x9f\xeb\x01\x00")
+    while at >= 0:
+        if at + 24 <= len(data):
+            hdr_len, type_off, type_len, str_off, str_len = struct.unpack_from("<5I", data, at + 4)
+            size = hdr_len + str_off + str_len
+            if (hdr_len == 24 and type_off == 0 and str_off == type_len and type_len > 0 and str_len > 0
+                    and at + size <= len(data) and (best is None or size > best[1])):
+                best = (at, size)
+        at = data.find(b"\x9f\xeb\x01\x00", at + 1)
+    if not best:
+        return None
+    out = os.path.join(tmp, os.path.basename(path) + ".btf")
+    with open(out, "wb") as o:
+        o.write(data[best[0]:best[0] + best[1]])
+    return out
 
 
 class Btf:

@@ -8,7 +8,9 @@ Prometheus (scraping it via QEMU's port forward, with the project's alert rules)
 and a real Alertmanager delivering to a local webhook. It then asserts the
 per-condition expectations, the per-tier verdicts and measures detection
 latency. Nothing leaves 127.0.0.1; the host's cgroups, sysctls and swap are
-never touched (all pressure lives inside the guest).
+never touched (all pressure lives inside the guest). --arch arm64 does the same
+with Debian's arm64 kernels under qemu-system-aarch64 -M virt and the cross-built
+agent (ARCHES, ARCH_DEFAULTS).
 """
 import argparse
 import json
@@ -129,16 +131,57 @@ PRUNE_ROWS = [
     ("raw_tp-drops", "raw_tp", ("tcp_drops", "raw_tp"), DROP_FAMS),
 ]
 # Tiers a kernel cannot attach, measured, with why: the row is still MISSING there (no verdict, not a pass),
-# but says so instead of blaming the run's agents.
+# but says so instead of blaming the run's agents. Keyed (row, kernel) on x86-64, (row, kernel, "arm64")
+# on arm64 (unattachable()).
+ARM64_61_FENTRY = ("Debian's arm64 6.1 has no ftrace direct calls (CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS: "
+                   "arm64 6.4+), so its BPF trampoline cannot attach to a kernel function: fentry/fexit fail "
+                   "and the agent uses kprobe (docs/arm64.md)")
+ARM64_61_INLINED = ("Debian's arm64 6.1 build inlines tcp_prune_ofo_queue() (in neither its BTF nor kallsyms; "
+                    "x86-64's 6.1 and arm64's 6.12 keep it): the prune function tier has nothing to attach to "
+                    "(the drop tier counts the prunes' drops)")
 UNATTACHABLE = {
     ("fentry-prunes", "6.1"): "6.1's x86-64 BPF trampoline takes at most 6 arguments and tcp_collapse() has 7: "
                               "the attach fails with -524 (ENOTSUPP) and the agent uses kprobe (more arguments: 6.6+)",
+    ("fentry", "6.1", "arm64"): ARM64_61_FENTRY,
+    ("fexit-clamps", "6.1", "arm64"): ARM64_61_FENTRY,
+    ("fentry-prunes", "6.1", "arm64"): ARM64_61_FENTRY + "; and " + ARM64_61_INLINED,
+    ("kprobe-prunes", "6.1", "arm64"): ARM64_61_INLINED,
 }
 # Probes a forced agent cannot attach on a kernel, measured, with why (no verdict there, not a pass).
 FORCED_UNATTACHABLE = {
     ("tcp_drops", "tp_btf", "5.10"): "5.10 has no skb drop reasons (5.17+): nothing to filter PROTO_MEM drops on",
     ("tcp_drops", "raw_tp", "5.10"): "5.10 has no skb drop reasons (5.17+): nothing to filter PROTO_MEM drops on",
+    ("tcp_prunes", "kprobe", "6.1", "arm64"): ARM64_61_INLINED,
 }
+# The guest's architecture (--arch): QEMU binary and machine, serial console, the agent's default build
+# tree, and `slow`, the factor the host-side timeouts (boot, the end of the transfer, the alert) are scaled
+# by. A margin, not a measured ratio: the first arm64 runs reached /init in 5-8 s and finished a `swap`
+# boot in about 2 minutes, as x86-64's do, but aarch64 TCG (every instruction translated) has no record
+# yet on a host loaded by another lab.
+ARCHES = {
+    "amd64": {"qemu": "qemu-system-x86_64", "pkg": "qemu-system-x86", "machine": [], "cpu": "max",
+              "console": "ttyS0", "builds": ("build-lab", "build"), "slow": 1},
+    "arm64": {"qemu": "qemu-system-aarch64", "pkg": "qemu-system-arm", "machine": ["-M", "virt"],
+              # pauth-impdef: the QARMA pointer authentication of plain `max` dominates TCG's time.
+              "cpu": "max,pauth-impdef=on", "console": "ttyAMA0", "builds": ("build-arm64",), "slow": 3},
+}
+
+
+# What --arch arm64 boots when not told otherwise: `nopressure` and `swap` on 6.1 and on 6.12, each with the
+# fallback agents beside the default one, so that every tier that loads on that kernel gets a verdict in the
+# throttled condition and in its control (four boots; no churn soak, no many-memcgs walk).
+ARCH_DEFAULTS = {
+    "amd64": {"conditions": ",".join(DEFAULT_CONDITIONS), "extra_boots": EXTRA_BOOTS, "fallback_conditions": "swap",
+              "many_memcgs_conditions": "nopressure"},
+    "arm64": {"conditions": "", "extra_boots": "nopressure@6.1/off+fallback,swap@6.1/off+fallback,"
+                                               "nopressure@6.12/off+fallback,swap@6.12/off+fallback",
+              "fallback_conditions": "", "many_memcgs_conditions": ""},
+}
+
+
+def unattachable(table, key, arch):
+    """The measured reason `key` cannot attach on this architecture's kernel, or None."""
+    return table.get(key + (arch,)) if arch != "amd64" else table.get(key)
 TCPEXT_KEYS = ("PruneCalled", "RcvPruned", "OfoPruned", "TCPRcvCollapsed", "TCPRcvQDrop", "TCPOFODrop")
 TIER_LABEL = {"fentry": "fentry (vmpressure)", "fexit-clamps": "fexit (window clamps)",
               "kprobe": "kprobe (vmpressure)", "kprobe-clamps": "kprobe (window clamps)",
@@ -243,11 +286,12 @@ class Prom:
         return sorted({int(float(t)) for r in d["data"]["result"] for t, _ in r["values"]})
 
 
-def qemu_cmd(qemu, guest_files, append, mem_mib, fwd, disk=True):
+def qemu_cmd(qemu, guest_files, append, mem_mib, fwd, disk=True, arch="amd64"):
     """The lab's QEMU command line: TCG on 2 vCPUs, the guest's console on stdio, user networking
     that only forwards `fwd` (hostfwd=... entries, comma-separated) to host loopback."""
-    return [
-        qemu, "-accel", "tcg,thread=multi", "-smp", "2", "-m", str(mem_mib), "-cpu", "max",
+    a = ARCHES[arch]
+    return [qemu] + a["machine"] + [
+        "-accel", "tcg,thread=multi", "-smp", "2", "-m", str(mem_mib), "-cpu", a["cpu"],
         "-kernel", guest_files["KERNEL"], "-initrd", guest_files["INITRD"], "-append", " ".join(append),
     ] + ([
         # Read-only data disk: several runs (and conditions) share one cached image.
@@ -332,7 +376,7 @@ class Guest(Console):
     def __init__(self, args, guest_files, cond, agents, rundir, run=None, mglru="off", many=False):
         """agents: [(name, flags, host_port)]; agent k listens on GUEST_AGENT_PORT + k."""
         append = [
-            "console=ttyS0", "quiet", "loglevel=4", "panic=-1", "mitigations=off",
+            f"console={ARCHES[args.arch]['console']}", "quiet", "loglevel=4", "panic=-1", "mitigations=off",
             f"lab.cond={cond}", f"lab.mglru={mglru}", f"lab.warmup={args.warmup}", f"lab.transfer={args.transfer}",
             f"lab.agent_port={GUEST_AGENT_PORT}", f"lab.linger={args.linger}",
         ]
@@ -366,7 +410,7 @@ class Guest(Console):
         if guest_files.get("KVER", "").startswith("7."):
             append.append("lab.vmp_layout=order")
         # User networking only forwards the agents' ports to host loopback.
-        super().__init__(qemu_cmd(args.qemu, guest_files, append, args.mem_mib, fwd),
+        super().__init__(qemu_cmd(args.qemu, guest_files, append, args.mem_mib, fwd, arch=args.arch),
                          os.path.join(rundir, f"{run or cond}.console.log"))
 
 
@@ -488,8 +532,8 @@ def run_condition(args, guest_files, boot, rundir):
     def deadline():
         w = guest.first("warmup_start")
         # The proxy condition also waits for doctor and stops fio after its transfer.
-        return ((w[0] if w else guest.started + args.boot_timeout) + max(args.warmup, 180) + args.transfer + 60
-                + (150 if cond in PROXY_CONDS else 0))
+        return ((w[0] if w else guest.started + args.boot_timeout) + max(args.warmup, 180) + args.transfer
+                + 60 * args.slow + (150 if cond in PROXY_CONDS else 0))
     try:
         while time.time() < deadline() and guest.alive() and not guest.first("done"):
             fatal = guest.first("fatal")
@@ -1146,7 +1190,7 @@ def assess(args, results):
         for name, data in r.get("agent_tiers", {}).items():
             flags = dict(r.get("agents", [])).get(name, "")
             for probe, attach in forced_attach(flags).items():
-                why = FORCED_UNATTACHABLE.get((probe, attach, r.get("kernel")))
+                why = unattachable(FORCED_UNATTACHABLE, (probe, attach, r.get("kernel")), args.arch)
                 if why:
                     ck.missing(run, f"agent {name}: {probe} attached as {attach} (forced)", why)
                     continue
@@ -1202,7 +1246,7 @@ def assess(args, results):
                 log(f"  [covered] {group}: tier {TIER_LABEL.get(rid, rid)}: no fallback boot here; judged quiet "
                     f"in {', '.join(elsewhere)}")
                 continue
-            known = [UNATTACHABLE[(rid, k)] for k in sorted(kernels) if (rid, k) in UNATTACHABLE]
+            known = [w for w in (unattachable(UNATTACHABLE, (rid, k), args.arch) for k in sorted(kernels)) if w]
             if known:
                 why = "; ".join(known)
             elif group in fb_groups or not args.fallback_reason:
@@ -1420,7 +1464,8 @@ def assess_trace(ck, run, r, A, B):
     vmp = r.get("vmp")
     if vmp is None or vmp.get("calls") is None:
         ck.missing(run, "A and B: socket pressure named as the kernel's traced vmpressure() asserted it",
-                   r.get("vmp_trace") or ("the trace recorded no call" if vmp is not None else
+                   r.get("vmp_trace") or (f"the trace recorded no call (kprobe hits {vmp.get('kprobe_hits', '?')}, "
+                                           f"events read {vmp.get('read_events', '?')})" if vmp is not None else
                                            "no vmp_result from the guest"))
         return
     r["vmp_compare"] = {"overrun": vmp.get("overrun"), "calls": vmp.get("calls")}
@@ -1542,7 +1587,7 @@ def report(args, results, ck, total_s):
     add = lines.append
     add("## Lab results\n")
     kernels = ", ".join(f"{k}: {v}" for k, v in args.kvers.items())
-    add(f"Kernels {kernels}, QEMU TCG, 2 vCPU, {args.mem_mib} MiB, warm-up {args.warmup} s, "
+    add(f"Kernels {kernels} ({args.arch}), QEMU TCG ({os.path.basename(args.qemu)}), 2 vCPU, {args.mem_mib} MiB, warm-up {args.warmup} s, "
         f"transfer {args.transfer} s, scrape/eval interval {args.scrape_interval}, alert `for` "
         f"{args.lab_for or 'as in the rules file'}. Total run time {total_s:.0f} s.\n")
     add("| boot | kernel | MGLRU (lru_gen/enabled; agent metric) | receiver kB/s | clamped (20 Hz TCP_INFO) "
@@ -1731,10 +1776,10 @@ def report(args, results, ck, total_s):
 # ---------------------------------------------------------------------------------------------
 
 
-def find_agent(explicit):
+def find_agent(explicit, arch="amd64"):
     if explicit:
         return os.path.abspath(explicit)
-    for cand in ("build-lab", "build"):
+    for cand in ARCHES[arch]["builds"]:
         p = os.path.join(REPO, cand, "sockpressure_exporter")
         if os.access(p, os.X_OK):
             return p
@@ -1766,11 +1811,13 @@ def prepare_rules(args, rundir):
 
 def main():
     ap = argparse.ArgumentParser(description="sockpressure kernel lab (see tests/lab/README.md)")
-    ap.add_argument("--conditions", default=",".join(DEFAULT_CONDITIONS),
-                    help="comma-separated subset of " + ",".join(CONDITIONS))
-    ap.add_argument("--extra-boots", default=EXTRA_BOOTS,
+    ap.add_argument("--conditions", default=None,
+                    help="comma-separated subset of " + ",".join(CONDITIONS) + " (default: " +
+                         ",".join(DEFAULT_CONDITIONS) + "; arm64: none, its extra boots carry the conditions)")
+    ap.add_argument("--extra-boots", default=None,
                     help="boots beside the conditions on 6.1 with MGLRU off: COND@KERNEL/MGLRU[+fallback],... "
-                         "(+fallback: the fallback agents run in the same boot); \"\" = none")
+                         "(+fallback: the fallback agents run in the same boot); \"\" = none (default: the kernel "
+                         "axis, see EXTRA_BOOTS; arm64: " + ARCH_DEFAULTS["arm64"]["extra_boots"] + ")")
     ap.add_argument("--matrix", action="store_true",
                     help="every condition x kernel (" + ", ".join(KERNELS) + ") x MGLRU (off, on), each with "
                          "its fallback boot (ignores --extra-boots; about 32 boots)")
@@ -1778,9 +1825,10 @@ def main():
     ap.add_argument("--no-agent", action="store_true", help="kernel reproduction only, no agent/Prometheus")
     ap.add_argument("--agent-args", default="--signal.all-tiers",
                     help="extra agent flags (default settings plus the per-tier export)")
-    ap.add_argument("--fallback-conditions", default="swap",
+    ap.add_argument("--fallback-conditions", default=None,
                     help="conditions booted a second time with the forced-fallback agents (--fallback-agents), so "
-                         "the kprobe/tp_btf tiers get a verdict; \"\" = none")
+                         "the kprobe/tp_btf tiers get a verdict; \"\" = none (default swap; arm64: none, its "
+                         "extra boots carry the fallback agents)")
     ap.add_argument("--fallback-agents", default=FALLBACK_AGENTS,
                     help="the agents of the fallback boots, NAME=FLAGS;NAME=FLAGS (each on its own port)")
     ap.add_argument("--memcg-limit", default="640M",
@@ -1788,8 +1836,8 @@ def main():
     ap.add_argument("--many-memcgs", type=int, default=1100,
                     help="after the measurement, create this many more memcgs and check the cgroup iterator "
                          "walks them all (0 = off)")
-    ap.add_argument("--many-memcgs-conditions", default="nopressure",
-                    help="the default boots that do it (comma-separated)")
+    ap.add_argument("--many-memcgs-conditions", default=None,
+                    help="the default boots that do it (comma-separated; default nopressure, arm64 none)")
     ap.add_argument("--churn", type=int, default=100,
                     help="churn condition: memory cgroups created and removed per round (one round ~1.5 s)")
     ap.add_argument("--churn-seconds", type=int, default=120, help="churn condition: how long the churn lasts")
@@ -1826,14 +1874,26 @@ def main():
     ap.add_argument("--settle", type=float, default=15, help="seconds to keep scraping after the transfer")
     ap.add_argument("--alert-timeout", type=float, default=60,
                     help="max seconds to wait after the transfer for the throttling alert")
-    ap.add_argument("--boot-timeout", type=int, default=90)
+    ap.add_argument("--boot-timeout", type=int, default=None,
+                    help="seconds for the guest to reach its warm-up (default 90 s, times the architecture's "
+                         "slowness: 270 s on arm64)")
+    ap.add_argument("--arch", default="amd64", choices=sorted(ARCHES),
+                    help="guest architecture: amd64 (qemu-system-x86_64) or arm64 (qemu-system-aarch64 -M virt, "
+                         "Debian's arm64 kernels, the agent from build-arm64/: scripts/cross-build.sh)")
     ap.add_argument("--linger", type=int, default=600)
     ap.add_argument("--results", help="results directory (default tests/lab/.cache/results/<time>)")
     args = ap.parse_args()
+    for key, value in ARCH_DEFAULTS[args.arch].items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     # ctest's timeout sends SIGTERM: turn it into SystemExit so the `finally` blocks still kill
     # QEMU, Prometheus and Alertmanager (they run in their own sessions and would outlive us).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.cgroup_a, args.cgroup_b = ("/lab/A", "/lab/B") if args.memcg_limit else ("/A", "/B")
+    args.slow = ARCHES[args.arch]["slow"]
+    if args.boot_timeout is None:
+        args.boot_timeout = 90 * args.slow
+    args.alert_timeout *= args.slow
     t0 = time.time()
 
     conds = [c for c in args.conditions.split(",") if c]
@@ -1842,13 +1902,17 @@ def main():
     if bad:
         raise SystemExit(f"lab: unknown condition(s) {bad}; known: {CONDITIONS}")
     missing = []
-    args.qemu = shutil.which("qemu-system-x86_64")
+    args.qemu = shutil.which(ARCHES[args.arch]["qemu"])
     if not args.qemu:
-        missing.append("qemu-system-x86_64 (Debian package qemu-system-x86)")
+        missing.append(f"{ARCHES[args.arch]['qemu']} (Debian package {ARCHES[args.arch]['pkg']})")
+    if args.arch != "amd64":
+        unsupported = [c for c in conds + fb_conds if c in PROXY_CONDS]
+        if unsupported:
+            raise SystemExit(f"lab: {', '.join(unsupported)}: the proxy tools (curl, fio, nginx) are amd64 only")
     if args.no_agent:
         args.agent = None
     else:
-        args.agent = find_agent(args.agent)
+        args.agent = find_agent(args.agent, args.arch)
         if not args.agent:
             missing.append("the agent binary (build it: cmake -S . -B build-lab -DCMAKE_BUILD_TYPE=Release && "
                            "cmake --build build-lab), or pass --no-agent for the kernel reproduction only")
@@ -1866,8 +1930,13 @@ def main():
     if args.agent and fb_conds and fb_agents:
         # The fallback boots need an agent that can be forced onto an attach type.
         try:
-            helptext = subprocess.run([args.agent, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True, timeout=30).stdout
+            if args.arch == "amd64":
+                helptext = subprocess.run([args.agent, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          text=True, timeout=30).stdout
+            else:
+                # Another architecture's binary does not run here: its flag names are in its strings.
+                with open(args.agent, "rb") as f:
+                    helptext = f.read().decode("latin-1")
         except Exception as e:  # noqa: BLE001
             helptext = str(e)
         lacking = [f for f in FALLBACK_FLAGS if f not in helptext and any(f in fl for _, fl in fb_agents)]
@@ -1923,7 +1992,7 @@ def main():
     os.makedirs(rundir, exist_ok=True)
     guest_files, args.kvers = {}, {}
     for kernel in dict.fromkeys(b["kernel"] for b in runs):
-        build = [os.path.join(LAB_DIR, "build-guest"), "--kernel", kernel] + (
+        build = [os.path.join(LAB_DIR, "build-guest"), "--kernel", kernel, "--arch", args.arch] + (
             ["--agent", args.agent] if args.agent else [])
         log(f"building guest for kernel {kernel} (cached by inputs)")
         p = subprocess.run(build, stdout=subprocess.PIPE, text=True, timeout=1800)

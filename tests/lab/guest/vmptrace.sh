@@ -15,10 +15,18 @@ vmp_trace_start() {
   rm -f /tmp/vmp.live /tmp/vmp.totals
   # The register of each argument: 5.10-6.x vmpressure(gfp, memcg, tree, scanned, reclaimed); 7.x adds
   # `order` after gfp (lab.vmp_layout=order, docs/kernel.md §2), which moves the rest one register on.
-  if [ "$(arg vmp_layout plain)" = order ]; then
-    R_MEMCG=%dx R_TREE=%cx R_SCANNED=%r8 R_RECLAIMED=%r9
+  # arm64 passes them in x0..x7 (kprobe_events names them %x0..%x7).
+  if [ "$(uname -m)" = aarch64 ]; then
+    R_GFP=%x0
+    if [ "$(arg vmp_layout plain)" = order ]; then
+      R_MEMCG=%x2 R_TREE=%x3 R_SCANNED=%x4 R_RECLAIMED=%x5
+    else
+      R_MEMCG=%x1 R_TREE=%x2 R_SCANNED=%x3 R_RECLAIMED=%x4
+    fi
+  elif [ "$(arg vmp_layout plain)" = order ]; then
+    R_GFP=%di R_MEMCG=%dx R_TREE=%cx R_SCANNED=%r8 R_RECLAIMED=%r9
   else
-    R_MEMCG=%si R_TREE=%dx R_SCANNED=%cx R_RECLAIMED=%r8
+    R_GFP=%di R_MEMCG=%si R_TREE=%dx R_SCANNED=%cx R_RECLAIMED=%r8
   fi
   if [ -n "$VMP_OFF" ]; then
     set -- $(echo "$VMP_OFF" | tr ',' ' ')
@@ -27,7 +35,7 @@ vmp_trace_start() {
     # as u8: only its low byte is the bool (docs/kernel.md §9).
     # No command-name recording: it would hook the sched tracepoints, more text patched at run time.
   echo 0 >$TR/options/record-cmd 2>/dev/null
-  if echo "p:lab/vmp vmpressure gfp=%di:u32 tree=$R_TREE:u8 scanned=$R_SCANNED:u64 reclaimed=$R_RECLAIMED:u64 cg=+0(+$3(+$2(+$1($R_MEMCG)))):string" \
+  if echo "p:lab/vmp vmpressure gfp=$R_GFP:u32 tree=$R_TREE:u8 scanned=$R_SCANNED:u64 reclaimed=$R_RECLAIMED:u64 cg=+0(+$3(+$2(+$1($R_MEMCG)))):string" \
         >>$TR/kprobe_events 2>/tmp/vmp.err && echo 1 >$TR/events/lab/vmp/enable; then
       # The awk keeps up with the pipe; the totals are rewritten on every assertion and every 2,000 calls.
       # Each assertion keeps the cgroup under pressure for HZ (deadline = jiffies + HZ): the awk merges
@@ -105,7 +113,11 @@ vmp_trace_stop() {
   # marker (bounded; without it the host has the totals as of the last rewrite and no intervals).
   i=0
   while [ ! -s /tmp/vmp.live ] && [ $i -lt 120 ]; do sleep 0.5; i=$((i + 1)); done
-  log vmp_result $(cat /tmp/vmp.totals 2>/dev/null) overrun=$(awk '/^overrun/{s += $2} END{print s + 0}' $TR/per_cpu/cpu*/stats)
+  # kprobe_hits (kprobe_profile) and read_events (what trace_pipe handed the awk) tell, when no call was
+  # recorded, whether the probe never fired or the events were lost on the way.
+  log vmp_result $(cat /tmp/vmp.totals 2>/dev/null) overrun=$(awk '/^overrun/{s += $2} END{print s + 0}' $TR/per_cpu/cpu*/stats) \
+    kprobe_hits=$(awk '$1 == "vmp" {print $2}' $TR/kprobe_profile 2>/dev/null) \
+    read_events=$(awk '/^read events/{s += $3} END{print s + 0}' $TR/per_cpu/cpu*/stats)
   log vmp_live $(cat /tmp/vmp.live 2>/dev/null || echo mark=none)
   kill $VMP_AWK 2>/dev/null
   VMP_AWK=
