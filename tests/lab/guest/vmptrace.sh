@@ -36,7 +36,11 @@ vmp_trace_start() {
     # No command-name recording: it would hook the sched tracepoints, more text patched at run time.
   echo 0 >$TR/options/record-cmd 2>/dev/null
   if echo "p:lab/vmp vmpressure gfp=$R_GFP:u32 tree=$R_TREE:u8 scanned=$R_SCANNED:u64 reclaimed=$R_RECLAIMED:u64 cg=+0(+$3(+$2(+$1($R_MEMCG)))):string" \
-        >>$TR/kprobe_events 2>/tmp/vmp.err && echo 1 >$TR/events/lab/vmp/enable; then
+        >>$TR/kprobe_events 2>/tmp/vmp.err &&
+      # Only the calls the rule can count reach the ring buffer (half of them are tree == 1): under heavy
+      # reclaim the awk fell behind and the buffer overwrote events (a filter patches no kernel text).
+      { echo 'tree == 0 && scanned > 0' >$TR/events/lab/vmp/filter 2>/dev/null || true; } &&
+      echo 1 >$TR/events/lab/vmp/enable; then
       # The awk keeps up with the pipe; the totals are rewritten on every assertion and every 2,000 calls.
       # Each assertion keeps the cgroup under pressure for HZ (deadline = jiffies + HZ): the awk merges
       # [ts, ts + 1 s) per cgroup into intervals. At the stop, vmp_trace_stop writes a marker into the
@@ -109,10 +113,13 @@ vmp_trace_stop() {
   # multi-threaded TCG (one vCPU ran the code the other was patching). The totals are read instead.
   log vmp_mark
   echo lab_stop >$TR/trace_marker 2>/dev/null
-  # Under heavy reclaim the awk reads the pipe seconds behind the kernel: wait until it reached the
-  # marker (bounded; without it the host has the totals as of the last rewrite and no intervals).
+  # Recording stops at the marker (tracing_on is a flag on the ring buffer, no text patched): under heavy
+  # reclaim the awk reads seconds behind the kernel, and events written after the marker would push the
+  # unread ones, the marker with them, out of the buffer. Then wait until the awk reached it (bounded;
+  # without it the host has the totals as of the last rewrite and no intervals).
+  echo 0 >$TR/tracing_on 2>/dev/null
   i=0
-  while [ ! -s /tmp/vmp.live ] && [ $i -lt 120 ]; do sleep 0.5; i=$((i + 1)); done
+  while [ ! -s /tmp/vmp.live ] && [ $i -lt 60 ]; do sleep 0.5; i=$((i + 1)); done
   # kprobe_hits (kprobe_profile) and read_events (what trace_pipe handed the awk) tell, when no call was
   # recorded, whether the probe never fired or the events were lost on the way.
   log vmp_result $(cat /tmp/vmp.totals 2>/dev/null) overrun=$(awk '/^overrun/{s += $2} END{print s + 0}' $TR/per_cpu/cpu*/stats) \
