@@ -50,7 +50,11 @@ int CgroupReader::DirFd(CgroupNode& n, bool* temp) {
   int at = n.parent != nullptr && n.parent->dir_fd >= 0 ? n.parent->dir_fd : rootfd_;
   const char* rel = n.parent == nullptr ? "." : at == rootfd_ ? n.path.c_str() + 1 : n.name();
   int fd = ::openat(at, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return -1;
+  if (fd < 0) {
+    n.visit.err = errno;
+    n.visit.gone = Gone(n.visit.err);
+    return -1;
+  }
   if (keep_ && budget_->Take()) {
     n.dir_fd = fd;
   } else {
@@ -81,11 +85,7 @@ bool CgroupReader::Read(CgroupNode& n) {
 bool CgroupReader::ReadCgroup(CgroupNode& n) {
   bool temp = false;
   int dirfd = DirFd(n, &temp);
-  if (dirfd < 0) {
-    n.visit.err = errno;
-    n.visit.gone = Gone(n.visit.err);
-    return false;
-  }
+  if (dirfd < 0) return false;
   TempFd closer{dirfd, temp};
   CgroupReading c;
   c.path = n.path;
@@ -173,11 +173,7 @@ bool CgroupReader::ListOnly(CgroupNode& n) {
   if (lister_->Unchanged(n, /*full=*/true)) return true;
   bool temp = false;
   int dirfd = DirFd(n, &temp);
-  if (dirfd < 0) {
-    n.visit.err = errno;
-    n.visit.gone = Gone(n.visit.err);
-    return false;
-  }
+  if (dirfd < 0) return false;
   Relist(n, dirfd, /*full=*/true);
   if (temp) ::close(dirfd);
   return true;

@@ -49,7 +49,8 @@ class CgroupReader {
  private:
   // The steps of Read(), in order.
   bool ReadCgroup(CgroupNode& n);
-  // The cgroup's directory: kept, or opened for this read (*temp).
+  // The cgroup's directory: kept, or opened for this read (*temp); -1 with
+  // the error (and whether the cgroup is gone) in n.visit.
   int DirFd(CgroupNode& n, bool* temp);
   // memory.stat into `c`; false (with n.visit set) when it cannot be read.
   bool ReadMemoryStat(CgroupNode& n, int dirfd, CgroupReading& c);
