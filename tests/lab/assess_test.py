@@ -384,8 +384,8 @@ class ProxyTest(unittest.TestCase):
 
     def test_agent_off_the_kernel_trace_for_b_fails(self):
         b = proxy_boot()
-        b["agent_tiers"]["default"]["events_at_trace_end"][("fentry", B)] = 9.0
-        self.assertTrue(any("traced vmpressure" in n for _, n, _ in self.failed(b)))
+        b["agent_tiers"]["default"]["events_at_trace_end"][("fentry", B)] = 0.0
+        self.assertTrue(any("traced" in n for _, n, _ in self.failed(b)))
 
     def test_pressure_after_the_trace_stopped_is_not_held_against_the_agent(self):
         # CI, 6.1 (2026-12-06) failed on kernel 21 vs the agent's 24 read at the boot's end: that count
