@@ -4,9 +4,7 @@
 #include "exporter/sources/cgroupfs_source.h"
 
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,8 +50,8 @@ class CgroupfsSource final : public Source {
 
   absl::string_view name() const override { return "cgroupfs"; }
 
-  // One sample: find the hierarchy, walk it (Walk), drop what vanished,
-  // emit (Emit).
+  // One sample: find the hierarchy on the full pass (FindRoot), walk it
+  // (Walk), drop what vanished, emit (Emit).
   absl::Status Collect(Sample& sample) override;
 
  private:
@@ -90,8 +88,13 @@ class CgroupfsSource final : public Source {
   void NoteMalformed(const std::string& what) { malformed_.Note(what); }
   // Counts a cgroup left out of the sample by reason and reports it.
   void LeaveOut(Sample& sample, const char* reason, const std::string& what);
-  // The tree of the hierarchy mounted at `root`, new when it changed.
-  void UseRoot(const MemoryHierarchy& h, const struct stat& st, int rootfd);
+  // Finds the memory hierarchy and opens its root (root_fd_), with a new
+  // tree when it is another one: on the first sample, on every full pass
+  // and after a failed one. A mount does not move between samples; a
+  // remount or a v1/v2 switch is seen at the next full pass (until then the
+  // old tree's descriptors read the old tree, or fail as a vanished
+  // cgroup's do). Between passes a sample looks up no path of the hierarchy.
+  absl::Status FindRoot();
 
   Paths paths_;
   CgroupfsOptions options_;
@@ -101,9 +104,7 @@ class CgroupfsSource final : public Source {
   MalformedFiles malformed_;
   CgroupReader reader_;
   std::unique_ptr<CgroupNode> root_;
-  std::string root_path_;
-  dev_t root_dev_ = 0;
-  ino_t root_ino_ = 0;
+  HierarchyRoot root_fd_;
   std::vector<CgroupNode*> order_;
   uint64_t cycle_ = 0;  // samples of this tree, for the full pass
   uint64_t walk_ = 0;   // walks ever, never reset: CgroupVisit::walk
@@ -130,50 +131,39 @@ void CgroupfsSource::LeaveOut(Sample& sample, const char* reason, const std::str
   NoteMalformed(what);
 }
 
-void CgroupfsSource::UseRoot(const MemoryHierarchy& h, const struct stat& st, int rootfd) {
-  if (root_ && root_path_ == h.root && root_dev_ == st.st_dev && root_ino_ == st.st_ino && root_->last.v1 == h.v1) {
-    return;
-  }
-  // Another tree at the path (remounted, or v1 and v2 switched): nothing
-  // known about the old one applies.
+absl::Status CgroupfsSource::FindRoot() {
+  const bool another = root_fd_.Find(paths_.cgroupfs);
+  const MemoryHierarchy& h = root_fd_.hierarchy();
+  if (h.root.empty()) return NoHierarchy();
+  if (root_fd_.fd() < 0 || (root_ && !another)) return absl::OkStatus();
+  // Another tree at the path (remounted, or v1 and v2 switched), or the
+  // first: nothing known about an old one applies.
   by_id_.clear();
   root_.reset();
-  root_ = std::make_unique<CgroupNode>("/", st.st_ino, nullptr, &budget_, lister_.watcher());
+  root_ = std::make_unique<CgroupNode>("/", root_fd_.ino(), nullptr, &budget_, lister_.watcher());
   root_->last.v1 = h.v1;
-  root_path_ = h.root;
-  root_dev_ = st.st_dev;
-  root_ino_ = st.st_ino;
-  struct statfs fs;
-  bool cgroupfs = ::fstatfs(rootfd, &fs) == 0 &&
-                  (fs.f_type == CGROUP2_SUPER_MAGIC || fs.f_type == CGROUP_SUPER_MAGIC);
   reader_.NewTree(options_.keep_files == CgroupfsOptions::KeepFiles::kAlways ||
-                  (options_.keep_files == CgroupfsOptions::KeepFiles::kAuto && cgroupfs));
+                  (options_.keep_files == CgroupfsOptions::KeepFiles::kAuto && root_fd_.cgroupfs()));
   cycle_ = 0;
   reshaped_ = true;
+  return absl::OkStatus();
 }
 
 absl::Status CgroupfsSource::Collect(Sample& sample) {
-  MemoryHierarchy h = DetectMemoryHierarchy(paths_.cgroupfs);
-  sample.cgroup_mode = h.mode;
   // Set again when this walk emits a complete sample.
   const size_t previous_emitted = std::exchange(last_emitted_, SIZE_MAX);
-  if (h.root.empty()) return NoHierarchy();
-  malformed_.Clear();
-
-  // Every cgroup not kept open is opened relative to one descriptor of the
-  // hierarchy root, so a walk never mixes two different trees mounted or
-  // swapped at the same path while it runs.
-  int rootfd = ::open(h.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (rootfd < 0) return absl::OkStatus();  // unmounted under us: nothing to read this time
-  struct stat root_st;
-  if (::fstat(rootfd, &root_st) != 0) {
-    ::close(rootfd);
-    return absl::OkStatus();
-  }
   reshaped_ = false;
-  UseRoot(h, root_st, rootfd);
-  lister_.Drain();
   const uint64_t slow_every = std::max<uint64_t>(1, options_.slow_every);
+  if (!root_ || root_fd_.fd() < 0 || cycle_ % slow_every == 0) {
+    absl::Status found = FindRoot();
+    if (!found.ok() || !root_ || root_fd_.fd() < 0) {
+      sample.cgroup_mode = root_fd_.hierarchy().mode;
+      return found;
+    }
+  }
+  sample.cgroup_mode = root_fd_.hierarchy().mode;
+  malformed_.Clear();
+  lister_.Drain();
   const bool slow_pass = cycle_++ % slow_every == 0;
   // The full pass lists every directory; it reads every cgroup's files only
   // when their values are wanted: the context series (sizes, limits, PSI),
@@ -185,7 +175,7 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
   // Not on a full pass: reclaim that vmpressure never sees (GFP_NOIO/NOFS
   // allocations, memory.reclaim) moves memory.stat alone, and is read then.
   const bool scanned_known = MarkScanned(sample, walk_) && !slow_pass;
-  reader_.BeginWalk(walk_, rootfd, slow_pass, root_->last.v1);
+  reader_.BeginWalk(walk_, root_fd_.fd(), slow_pass, root_->last.v1);
   const bool incomplete = Walk(sample, slow_pass, read_all, scanned_known);
   reader_.EndWalk();
   if (reader_.TakeReshaped()) reshaped_ = true;
@@ -199,12 +189,11 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
     by_id_.clear();
     for (CgroupNode* n : order_) by_id_[n->id] = n;
   }
-  ::close(rootfd);
   if (order_.empty()) {
     // Without the root there is no walk: 0 cgroups is a failure, not a fact.
     std::string why = malformed_.first.empty() ? "no memory.stat" : malformed_.first;
     root_.reset();
-    return absl::UnavailableError(absl::StrCat("root cgroup ", h.root, " not readable: ", why));
+    return absl::UnavailableError(absl::StrCat("root cgroup ", root_fd_.hierarchy().root, " not readable: ", why));
   }
   return Emit(sample, previous_emitted, incomplete);
 }

@@ -2,7 +2,11 @@
 // whether its root is a cgroupfs at all.
 #include "exporter/sources/memory_hierarchy.h"
 
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include <optional>
 #include <string>
@@ -67,6 +71,32 @@ MemoryHierarchy DetectMemoryHierarchy(const std::string& root) {
   }
   if (FileExists(JoinPath(root, "cgroup.controllers"))) h.mode = CgroupMode::kUnified;
   return h;
+}
+
+bool HierarchyRoot::Find(const std::string& cgroupfs_root) {
+  const MemoryHierarchy last = h_;
+  const dev_t last_dev = dev_;
+  const ino_t last_ino = ino_;
+  Close();
+  h_ = DetectMemoryHierarchy(cgroupfs_root);
+  if (h_.root.empty()) return true;
+  int fd = ::open(h_.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || ::fstat(fd, &st) != 0) {  // unmounted under us: nothing to read this time
+    if (fd >= 0) ::close(fd);
+    return false;
+  }
+  fd_ = fd;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+  struct statfs fs;
+  cgroupfs_ = ::fstatfs(fd, &fs) == 0 && (fs.f_type == CGROUP2_SUPER_MAGIC || fs.f_type == CGROUP_SUPER_MAGIC);
+  return last.root != h_.root || last.v1 != h_.v1 || last_dev != dev_ || last_ino != ino_;
+}
+
+void HierarchyRoot::Close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 }  // namespace sockpressure

@@ -368,24 +368,33 @@ TEST(CgroupfsRemainderTest, TheFullPassReadsEveryChildOfADisagreeingParentWhatev
   EXPECT_EQ(ScanOf(s, "/p/c5"), 7u);
 }
 
-TEST(CgroupfsRemainderTest, MissingCountersAlwaysReadEveryChild) {
+TEST(CgroupfsRemainderTest, MissingCountersAreReadWholeOnTheFullPass) {
   // A kernel without pgscan in memory.stat (or a v1 hierarchy): no sums to
-  // compare, so a parent is read whole every sample.
+  // compare and no reclaim to follow; memory.stat holds only sizes, which
+  // are context. The tree is read whole on the full pass; between passes
+  // a cgroup keeps its last reading.
   testing::TempDir dir;
   std::filesystem::path root = dir.path();
   WriteFile(root / "cgroup.controllers", "memory\n");
   for (const char* p : {"", "a", "a/x", "a/y"}) WriteFile(root / p / "memory.stat", "anon 1\n");
   Paths paths;
   paths.cgroupfs = root.string();
-  CgroupfsOptions o(5000, 1000);
+  CgroupfsOptions o(5000, /*full pass every*/ 3);
   o.keep_files = CgroupfsOptions::KeepFiles::kAlways;
   std::unique_ptr<Source> src = NewCgroupfsSource(paths, std::move(o));
-  Take(*src);
+  Take(*src);  // walk 1: the full pass
   WriteFile(root / "a" / "y" / "memory.stat", "anon 5\n");
-  Sample s = Take(*src);
-  const CgroupReading* y = FindCgroup(s, "/a/y");
-  ASSERT_NE(y, nullptr);
-  EXPECT_EQ(y->anon_bytes, 5u);
+  WriteFile(root / "memory.stat", "anon 9\n");
+  for (int walk : {2, 3}) {
+    Sample s = Take(*src);
+    ASSERT_NE(FindCgroup(s, "/a/y"), nullptr);
+    EXPECT_EQ(FindCgroup(s, "/a/y")->anon_bytes, 1u) << "walk " << walk << ": its last reading stands";
+    EXPECT_EQ(FindCgroup(s, "/")->anon_bytes, 9u) << "walk " << walk << ": the root is read every sample";
+    EXPECT_TRUE(s.cgroups_same_as_last);
+  }
+  Sample s = Take(*src);  // walk 4: the full pass
+  ASSERT_NE(FindCgroup(s, "/a/y"), nullptr);
+  EXPECT_EQ(FindCgroup(s, "/a/y")->anon_bytes, 5u);
 }
 
 // The full pass of the core profile lists every directory but reads no still

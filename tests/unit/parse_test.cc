@@ -1,5 +1,11 @@
 #include "exporter/common/parse.h"
 
+#include <cstdio>
+#include <filesystem>
+
+#include "exporter/sources/shared/kernel_probe.h"
+#include "test_util.h"
+
 #include <gtest/gtest.h>
 
 namespace sockpressure {
@@ -74,6 +80,38 @@ TEST(ParseTest, NosocketOnlyBeforeInitArguments) {
   EXPECT_FALSE(CmdlineHasNosocket("cgroup.memory=nokmem"));
   EXPECT_FALSE(CmdlineHasNosocket("ro -- cgroup.memory=nosocket"));
   EXPECT_FALSE(CmdlineHasNosocket(""));
+}
+
+}  // namespace
+}  // namespace sockpressure
+
+namespace sockpressure {
+namespace {
+
+// The sysctl is read every sample through one kept descriptor: a change
+// written in place (as the kernel's sysctl file changes) is seen, and a
+// procfs without it (before 5.8) reads as off.
+TEST(BpfStatsFlagTest, KeptFileSeesEachChange) {
+  testing::TempDir dir;
+  BpfStatsFlag missing(dir.path().string());
+  EXPECT_FALSE(missing.Enabled());
+  std::filesystem::create_directories(dir.path() / "sys" / "kernel");
+  const std::filesystem::path file = dir.path() / "sys" / "kernel" / "bpf_stats_enabled";
+  auto write = [&file](const char* text) {
+    std::FILE* f = std::fopen(file.c_str(), "r+");
+    if (f == nullptr) f = std::fopen(file.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text, f);
+    std::fclose(f);
+  };
+  write("1\n");
+  BpfStatsFlag flag(dir.path().string());
+  EXPECT_TRUE(flag.Enabled());
+  write("0\n");
+  EXPECT_FALSE(flag.Enabled());
+  write("1\n");
+  EXPECT_TRUE(flag.Enabled());
+  EXPECT_TRUE(missing.Enabled()) << "a sysctl that appears later is found";
 }
 
 }  // namespace

@@ -72,12 +72,13 @@ class BpfCensusSource final : public Source {
     mapper_.AddCensus(r.by_cgroup2, sample, out);
     sample.MarkLive(Signal::kClampedSockets, Tier::kIter);
     sample.events_lost += census_->Lost();
-    census_->AddProgramStats(sample, BpfStatsEnabled(paths_.procfs));
+    census_->AddProgramStats(sample, stats_flag_.Enabled());
     return absl::OkStatus();
   }
 
  private:
   Paths paths_;
+  BpfStatsFlag stats_flag_{paths_.procfs};
   CgroupMapper mapper_;
   NetnsScanner netns_;  // the namespace list, kept between samples
   std::unique_ptr<TcpCensusIter> census_;

@@ -70,7 +70,7 @@ class BpfSourceImpl final : public BpfSource {
       log_.LogOnce();
       if (clamps_) LogArming();
     }
-    const bool stats = BpfStatsEnabled(opt_.paths.procfs);
+    const bool stats = stats_flag_.Enabled();
     uint64_t lost = 0;
     // The pressure tiers first: the clamp program's link follows what they
     // read in this same sample (clamp_arming.h).
@@ -126,12 +126,15 @@ class BpfSourceImpl final : public BpfSource {
     return Tier::kNone;
   }
 
-  // Attaching again later needs the attach capabilities on the thread that
-  // collects: declaring them here makes that the privileged worker.
+  // Attaching again later needs the attach capabilities: the worker keeps
+  // them and attaches (ArmClamps). The collector itself stays on the sampler
+  // thread where its map reads need none (6.5+): a sample that hands every
+  // collect to another thread pays two context switches for it.
   void StartArming(Tier tier) {
     arming_ = std::make_unique<ClampArming>(tier, opt_.clamp_quiet_seconds);
     if (tier != Tier::kNone) {
-      NeedCapabilities(BpfAttachCapabilities(), "attaching the window-clamp program when socket pressure appears");
+      NeedCapabilitiesForJobs(BpfAttachCapabilities(),
+                              "attaching the window-clamp program when socket pressure appears");
     }
   }
 
@@ -160,7 +163,7 @@ class BpfSourceImpl final : public BpfSource {
       SP_LOG_INFO("window clamps detached: ", arming_->why());
     } else {
       std::string why;
-      // On the worker already when this collector runs there (inline).
+      // Inline when this collector runs on the worker (before 6.5).
       std::string err = PrivilegedWorker::Get().Run([&] { why = clamps_->Reattach(); });
       if (why.empty()) why = err;
       if (why.empty()) {
@@ -180,6 +183,7 @@ class BpfSourceImpl final : public BpfSource {
   }
 
   BpfOptions opt_;
+  BpfStatsFlag stats_flag_{opt_.paths.procfs};
   int hz_ = 0;
   ProbeLog log_;
   bool first_collect_ = true;

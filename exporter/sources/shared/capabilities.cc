@@ -69,12 +69,18 @@ uint64_t BpfAttachCapabilities() {
   return LastCap() >= kCapBpf ? CapBit(kCapBpf) | CapBit(kCapPerfmon) : CapBit(CAP_SYS_ADMIN);
 }
 
-void NeedCapabilities(uint64_t mask, const char* why) {
+namespace {
+void Keep(uint64_t mask, const char* why, bool collects) {
   std::lock_guard<std::mutex> lock(mu);
   needed |= mask;
-  if (mask != 0) ++requests;
+  if (mask != 0 && collects) ++requests;
   absl::StrAppend(&reasons, reasons.empty() ? "" : "; ", why, ": ", CapabilityNames(mask));
 }
+}  // namespace
+
+void NeedCapabilities(uint64_t mask, const char* why) { Keep(mask, why, /*collects=*/true); }
+
+void NeedCapabilitiesForJobs(uint64_t mask, const char* why) { Keep(mask, why, /*collects=*/false); }
 
 int CapabilityRequests() {
   std::lock_guard<std::mutex> lock(mu);

@@ -51,8 +51,14 @@ uint64_t BpfRuntimeCapabilities();
 // (sources/bpf/clamp_arming.h), long after start-up.
 uint64_t BpfAttachCapabilities();
 
-// Adds to the set kept by DropUnneededCapabilities(). Thread-safe.
+// Adds to the set kept by DropUnneededCapabilities(), for a collector that
+// needs it on every collect: its factory's caller makes it collect on the
+// privileged worker. Thread-safe.
 void NeedCapabilities(uint64_t mask, const char* why);
+// The same for a collector that needs it only now and then: it keeps
+// collecting on the sampler thread and hands just that job to the worker
+// (PrivilegedWorker::Run). Thread-safe.
+void NeedCapabilitiesForJobs(uint64_t mask, const char* why);
 // How many NeedCapabilities() calls asked for a capability so far: a
 // collector factory that raised it collects on the privileged worker.
 int CapabilityRequests();

@@ -1,6 +1,8 @@
 #include "exporter/sources/shared/kernel_probe.h"
 
+#include <fcntl.h>
 #include <sys/statfs.h>
+#include <unistd.h>
 #include <sys/utsname.h>
 #include <zlib.h>
 
@@ -53,9 +55,23 @@ std::optional<int> RoundToKernelHz(double rate) {
   return std::nullopt;
 }
 
-bool BpfStatsEnabled(const std::string& procfs_root) {
-  absl::StatusOr<std::string> v = ReadFileToString(JoinPath(procfs_root, "sys/kernel/bpf_stats_enabled"));
-  return v.ok() && absl::StripAsciiWhitespace(*v) == "1";
+BpfStatsFlag::BpfStatsFlag(const std::string& procfs_root)
+    : path_(JoinPath(procfs_root, "sys/kernel/bpf_stats_enabled")) {}
+
+BpfStatsFlag::~BpfStatsFlag() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool BpfStatsFlag::Enabled() {
+  int err = 0;
+  if (fd_ < 0) fd_ = OpenKernelFileAt(AT_FDCWD, path_.c_str(), err);
+  if (fd_ < 0) return false;  // no such sysctl (before 5.8): no run statistics
+  if (!PreadKernelFile(fd_, buf_, err)) {
+    ::close(fd_);  // opened again next time
+    fd_ = -1;
+    return false;
+  }
+  return absl::StripAsciiWhitespace(buf_) == "1";
 }
 
 std::string KernelTiersUnusableReason(const std::string& cgroupfs_root) {

@@ -16,8 +16,23 @@ std::optional<int> KernelConfigHz(const std::string& procfs_root);
 // (100, 250, 300, 1000); nullopt when it is far from all of them.
 std::optional<int> RoundToKernelHz(double rate);
 
-// kernel.bpf_stats_enabled (read only; the agent never changes it).
-bool BpfStatsEnabled(const std::string& procfs_root);
+// kernel.bpf_stats_enabled (read only; the agent never changes it), read
+// every sample: the file is kept open and re-read with one pread() (a
+// sysctl file regenerates its text at offset 0), not looked up each time.
+// Not thread-safe: one collector owns it.
+class BpfStatsFlag {
+ public:
+  explicit BpfStatsFlag(const std::string& procfs_root);
+  BpfStatsFlag(const BpfStatsFlag&) = delete;
+  BpfStatsFlag& operator=(const BpfStatsFlag&) = delete;
+  ~BpfStatsFlag();
+  bool Enabled();
+
+ private:
+  std::string path_;
+  std::string buf_;
+  int fd_ = -1;
+};
 
 // Why the kernel-side tiers (eBPF, sock_diag) cannot be matched with the
 // cgroups under `cgroupfs_root`, or "" when they can. They report the running
