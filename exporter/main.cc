@@ -203,6 +203,14 @@ void AddCollectors(const SourceContext& ctx, Agent& agent) {
   DropUnneededCapabilities();
   if (CapabilityRequests() > 0) PrivilegedWorker::Get().Start();
   EnterUnprivilegedThread(nullptr);
+  agent.sampler->SetWorkerRunner([](const std::function<void()>& job) {
+    bool ran = false;
+    PrivilegedWorker::Get().Run([&] {
+      ran = true;
+      job();
+    });
+    return ran;
+  });
   agent.sampler->AddSources(std::move(sources));
 }
 

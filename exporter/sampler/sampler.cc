@@ -98,9 +98,10 @@ std::shared_ptr<const Snapshot> Sampler::SampleOnce() {
   if (!context_.empty()) {
     if (gate_.Due(sample) || held_.empty()) {
       held_.Begin(sample);
+      RunContext(sample, results);
       std::vector<CollectorResult> context;
       context.reserve(context_.size());
-      for (size_t i : context_) context.push_back(results[i] = RunCollector(*sources_[i], sample));
+      for (size_t i : context_) context.push_back(results[i]);
       held_.Capture(sample, std::move(context));
     } else {
       std::vector<CollectorResult> context = held_.Replay(sample);
@@ -124,6 +125,30 @@ std::shared_ptr<const Snapshot> Sampler::SampleOnce() {
   for (const Listener& l : listeners) l(snap);
   previous_cycle_seconds_ = Now(CLOCK_MONOTONIC) - wall_start;
   return snap;
+}
+
+void Sampler::RunContext(Sample& sample, std::vector<CollectorResult>& results) {
+  for (size_t k = 0; k < context_.size();) {
+    size_t end = k + 1;
+    if (worker_runner_ && sources_[context_[k]]->collects_on_worker()) {
+      while (end < context_.size() && sources_[context_[end]]->collects_on_worker()) ++end;
+    }
+    // Several on the worker: one job runs them all (each then runs inline
+    // there); a job that could not run leaves them to their own hand-offs,
+    // which report why.
+    const bool together = end - k > 1 && worker_runner_([&] {
+      for (size_t j = k; j < end; ++j) results[context_[j]] = RunCollector(*sources_[context_[j]], sample);
+    });
+    if (!together) {
+      for (size_t j = k; j < end; ++j) results[context_[j]] = RunCollector(*sources_[context_[j]], sample);
+    }
+    k = end;
+  }
+}
+
+void Sampler::SetWorkerRunner(WorkerRunner runner) {
+  std::lock_guard<std::mutex> cycle(cycle_mu_);
+  worker_runner_ = std::move(runner);
 }
 
 CollectorResult Sampler::RunCollector(Source& source, Sample& sample) {

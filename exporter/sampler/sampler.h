@@ -68,10 +68,19 @@ class Sampler {
   // source is read: the cycle's peak (the new sample and snapshot beside the
   // latest) comes next, and what a hook lets go of is not held through it.
   void AddBeforeCycle(std::function<void()> hook);
+  // Runs a job on the privileged worker and waits; false when the job could
+  // not run there. With it, consecutive collectors that collect on the
+  // worker (Source::collects_on_worker) run in one hand-off: each hand-off
+  // wakes two threads, and a wake-up after a second asleep is most of what
+  // an idle node's sample costs. Call before Start().
+  using WorkerRunner = std::function<bool(const std::function<void()>&)>;
+  void SetWorkerRunner(WorkerRunner runner);
 
  private:
   void Run();
   CollectorResult RunCollector(Source& source, Sample& sample);
+  // The context collectors of a sample into `results`, at their indices.
+  void RunContext(Sample& sample, std::vector<CollectorResult>& results);
   // Wraps a new snapshot so that freeing it returns free memory to the
   // kernel when it, or the peak since the last return, held kTrimAfterDrop
   // more cgroups than the latest snapshot.
@@ -100,6 +109,7 @@ class Sampler {
   // Which sources_ run every cycle and which on the context cadence, in
   // registration order; guarded by cycle_mu_ as are gate_ and held_.
   std::vector<size_t> every_cycle_, context_;
+  WorkerRunner worker_runner_;
   ContextGate gate_;
   HeldContext held_;
   double previous_cycle_seconds_ = 0;  // guarded by cycle_mu_

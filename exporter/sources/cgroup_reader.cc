@@ -94,13 +94,10 @@ bool CgroupReader::ReadCgroup(CgroupNode& n) {
   c.exported = n.exported;
   if (!ReadMemoryStat(n, dirfd, c)) return false;
   // A cgroup whose hierarchical reclaim counters stood still has no
-  // descendant whose counters moved: its subtree is skipped. Without the
-  // counters (v1, kernels before pgscan) memory.stat holds no reclaim to
-  // follow, only sizes, which are context: such a tree is read whole on the
-  // full pass, and between passes only its root is read.
-  const bool counters = !c.v1 && c.pgscan && c.pgsteal;
-  bool moved = !n.have_reading ||
-               (counters ? c.pgscan != n.last.pgscan || c.pgsteal != n.last.pgsteal : slow_pass_);
+  // descendant whose counters moved: its subtree is skipped. A tree without
+  // them is read whole on the full pass only (HasReclaimCounters).
+  bool moved = !n.have_reading || (HasReclaimCounters(c) ? c.pgscan != n.last.pgscan || c.pgsteal != n.last.pgsteal
+                                                         : slow_pass_);
   ReadContext(n, dirfd, moved, c);
   moved = ReadSockThrottled(n, dirfd, moved, c) || moved;
   if (slow_pass_ || moved || !n.listed || n.dirty || lister_->list_all()) Relist(n, dirfd, slow_pass_);

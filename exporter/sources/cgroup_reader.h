@@ -16,6 +16,11 @@
 
 namespace sockpressure {
 
+// Whether a reading has the hierarchical reclaim counters the walk follows
+// (cgroup v2 with pgscan and pgsteal). Without them (v1, older kernels)
+// memory.stat holds only sizes, which are context: read on the full pass.
+inline bool HasReclaimCounters(const CgroupReading& c) { return !c.v1 && c.pgscan && c.pgsteal; }
+
 class CgroupReader {
  public:
   // `read_context`: CgroupfsOptions::read_context. The pointers outlive the reader.

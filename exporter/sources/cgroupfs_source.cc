@@ -33,7 +33,7 @@ namespace {
 enum class ReadDecision {
   kReadEarlier,  // already read in this walk, as a hot child of its parent (HotChildrenExplain)
   kReadAll,      // the full read: every cgroup is read on this full pass
-  kReadRoot,     // the root: the walk starts from its counters
+  kReadRoot,     // the root: the walk starts from its counters (with none, v1: on the full pass)
   kReadNew,      // no reading to keep: new, or its last read failed
   kReadSibling,  // its parent moved and reads every child (ChildReads::kAll)
   kReadScanned,  // the eBPF vmpressure tier saw reclaim in it, and its parent reads those (ChildReads::kScanned)
@@ -290,7 +290,12 @@ ChildReads CgroupfsSource::ChildrenToRead(const CgroupNode& n, bool read_all, bo
 ReadDecision CgroupfsSource::Decide(const CgroupNode& n, bool slow_pass, bool read_all) const {
   if (n.ReadIn(walk_)) return ReadDecision::kReadEarlier;
   if (read_all) return ReadDecision::kReadAll;
-  if (n.parent == nullptr) return ReadDecision::kReadRoot;
+  if (n.parent == nullptr) {
+    if (!n.have_reading || slow_pass || HasReclaimCounters(n.last)) return ReadDecision::kReadRoot;
+    // Between full passes a root without reclaim counters (v1) has nothing
+    // to read: only a child that came or went is looked for.
+    return n.dirty || lister_.list_all() ? ReadDecision::kList : ReadDecision::kKeep;
+  }
   if (!n.have_reading) return ReadDecision::kReadNew;
   if (n.parent->visit.children == ChildReads::kAll) return ReadDecision::kReadSibling;
   if (n.parent->visit.children == ChildReads::kScanned && n.scanned_walk == walk_) return ReadDecision::kReadScanned;

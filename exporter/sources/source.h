@@ -38,6 +38,10 @@ class Source {
   // kernel has could not be read or parsed. Data read before an error is
   // kept in the sample.
   virtual absl::Status Collect(Sample& sample) = 0;
+  // Whether Collect() hands itself to the privileged worker (a collector
+  // that needs a capability, source_flags.cc): the sampler gives
+  // consecutive ones one hand-off (Sampler::SetWorkerRunner).
+  virtual bool collects_on_worker() const { return false; }
 };
 
 // How often the sampler runs a collector (sampler/cadence.h decides the

@@ -34,6 +34,7 @@ class OnPrivilegedWorker : public Source {
  public:
   explicit OnPrivilegedWorker(std::unique_ptr<Source> source) : source_(std::move(source)) {}
   absl::string_view name() const override { return source_->name(); }
+  bool collects_on_worker() const override { return true; }
   absl::Status Collect(Sample& sample) override {
     absl::Status status;
     double cpu = 0;
@@ -145,9 +146,9 @@ std::vector<std::unique_ptr<Source>> NewEnabledSources(const SourceContext& ctx,
   std::vector<std::unique_ptr<Source>> sources;
   for (const SourceRegistration& r : RegisteredSources()) {
     if (!ctx.collectors.count(r.name)) continue;
-    const int requests = CapabilityRequests();
+    const int requests = CollectOnWorkerRequests();
     if (std::unique_ptr<Source> s = r.factory(ctx)) {
-      if (CapabilityRequests() != requests) s = std::make_unique<OnPrivilegedWorker>(std::move(s));
+      if (CollectOnWorkerRequests() != requests) s = std::make_unique<OnPrivilegedWorker>(std::move(s));
       names->push_back(r.name);
       sources.push_back(std::move(s));
     }

@@ -116,6 +116,21 @@ TEST(ClampArming, TpBtfDetachedWithoutPressureAttachedWithIt) {
   EXPECT_LT(prog->attached_seconds, 60.0);
   const uint64_t after_runs = RunsDuringTraffic(*src);
   EXPECT_EQ(after_runs, 0u);
+  // Still detached: from the third read on the counters stand (not read
+  // again); what a sample carries is what a fresh read would give.
+  Sample held;
+  for (int i = 0; i < 4; ++i) {
+    held = Sample();
+    Collect(*src, held);
+  }
+  const ProgramStats* again = ProgramNamed(held, "clamp_tp_btf");
+  ASSERT_NE(again, nullptr);
+  EXPECT_FALSE(again->attached);
+  EXPECT_EQ(again->attaches, prog->attaches);
+  EXPECT_EQ(again->attach_failures, prog->attach_failures);
+  EXPECT_DOUBLE_EQ(again->attached_seconds, prog->attached_seconds);
+  EXPECT_EQ(again->missed_runs, prog->missed_runs);
+  EXPECT_TRUE(held.IsLive(Signal::kWindowClamps, Tier::kTpBtf));
   std::printf("8 MiB over loopback: %llu runs detached (no pressure), %llu attached (pressure), %llu detached "
               "after the quiet period; attached %.2f s, %llu attaches\n",
               static_cast<unsigned long long>(idle_runs), static_cast<unsigned long long>(armed_runs),

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "exporter/sampler/cadence.h"
 #include "exporter/sampler/sampler.h"
@@ -109,6 +113,64 @@ TEST(CadenceTest, IdleNodeRunsContextCollectorsEveryContextInterval) {
   EXPECT_EQ(w.context_runs, 2);
   EXPECT_EQ(s->node.tcp_ext.at("TCPMemoryPressures"), 5u);
   EXPECT_EQ(s->collectors[1].ran_unix_millis, s->unix_millis);
+}
+
+// A context collector that says it collects on the privileged worker, as
+// source_flags.cc's wrapper does; it records whether it ran inside a job.
+class OnWorkerSource : public Source {
+ public:
+  OnWorkerSource(const char* name, const bool* in_job, std::vector<std::string>* ran)
+      : name_(name), in_job_(in_job), ran_(ran) {}
+  absl::string_view name() const override { return name_; }
+  bool collects_on_worker() const override { return true; }
+  absl::Status Collect(Sample&) override {
+    ran_->push_back(absl::StrCat(name_, *in_job_ ? " in a job" : " alone"));
+    return absl::OkStatus();
+  }
+
+ private:
+  const char* name_;
+  const bool* in_job_;
+  std::vector<std::string>* ran_;
+};
+
+// Consecutive collectors on the worker run in one hand-off; a job that
+// cannot run leaves each to its own (which reports why).
+TEST(CadenceTest, CollectorsOnTheWorkerShareOneHandOff) {
+  for (bool runs : {true, false}) {
+    World w;
+    bool in_job = false;
+    int jobs = 0;
+    std::vector<std::string> ran;
+    std::vector<std::unique_ptr<Source>> s = Sources(&w);
+    s.insert(s.begin() + 1, std::make_unique<OnWorkerSource>("kernel", &in_job, &ran));
+    s.push_back(std::make_unique<OnWorkerSource>("swaps", &in_job, &ran));
+    s.push_back(std::make_unique<OnWorkerSource>("sock_diag", &in_job, &ran));
+    Sampler sampler(std::move(s), std::make_unique<StateTracker>(), 1.0, 10);
+    sampler.SetWorkerRunner([&](const std::function<void()>& job) {
+      ++jobs;
+      if (!runs) return false;
+      in_job = true;
+      job();
+      in_job = false;
+      return true;
+    });
+    std::shared_ptr<const Snapshot> snap = sampler.SampleOnce();
+    // "kernel" stands alone before netstat (its own hand-off, in its
+    // wrapper); swaps and sock_diag are adjacent: one job.
+    EXPECT_EQ(jobs, 1) << "runs=" << runs;
+    EXPECT_EQ(w.census_runs, 1);
+    const std::vector<std::string> want =
+        runs ? std::vector<std::string>{"kernel alone", "swaps in a job", "sock_diag in a job"}
+             : std::vector<std::string>{"kernel alone", "swaps alone", "sock_diag alone"};
+    EXPECT_EQ(ran, want);
+    ASSERT_EQ(snap->collectors.size(), 7u);
+    EXPECT_EQ(snap->collectors[1].name, "kernel");
+    EXPECT_EQ(snap->collectors[5].name, "swaps");
+    EXPECT_EQ(snap->collectors[6].name, "sock_diag");
+    sampler.SampleOnce();  // idle: the context collectors are held, no hand-off
+    EXPECT_EQ(jobs, 1);
+  }
 }
 
 TEST(CadenceTest, FirstCycleOfActivityReadsTheCensus) {

@@ -372,7 +372,8 @@ TEST(CgroupfsRemainderTest, MissingCountersAreReadWholeOnTheFullPass) {
   // A kernel without pgscan in memory.stat (or a v1 hierarchy): no sums to
   // compare and no reclaim to follow; memory.stat holds only sizes, which
   // are context. The tree is read whole on the full pass; between passes
-  // a cgroup keeps its last reading.
+  // every cgroup, the root too, keeps its last reading, and a new one is
+  // read at once.
   testing::TempDir dir;
   std::filesystem::path root = dir.path();
   WriteFile(root / "cgroup.controllers", "memory\n");
@@ -389,12 +390,20 @@ TEST(CgroupfsRemainderTest, MissingCountersAreReadWholeOnTheFullPass) {
     Sample s = Take(*src);
     ASSERT_NE(FindCgroup(s, "/a/y"), nullptr);
     EXPECT_EQ(FindCgroup(s, "/a/y")->anon_bytes, 1u) << "walk " << walk << ": its last reading stands";
-    EXPECT_EQ(FindCgroup(s, "/")->anon_bytes, 9u) << "walk " << walk << ": the root is read every sample";
-    EXPECT_TRUE(s.cgroups_same_as_last);
+    EXPECT_EQ(FindCgroup(s, "/")->anon_bytes, 1u) << "walk " << walk << ": the root's too";
+    EXPECT_EQ(s.cgroups_same_as_last, walk == 2);
+    if (walk == 2) WriteFile(root / "a" / "z" / "memory.stat", "anon 3\n");
+    if (walk == 3) {  // its parent's watch saw it come: read at once
+      ASSERT_NE(FindCgroup(s, "/a/z"), nullptr);
+      EXPECT_EQ(FindCgroup(s, "/a/z")->anon_bytes, 3u);
+    }
   }
   Sample s = Take(*src);  // walk 4: the full pass
   ASSERT_NE(FindCgroup(s, "/a/y"), nullptr);
   EXPECT_EQ(FindCgroup(s, "/a/y")->anon_bytes, 5u);
+  EXPECT_EQ(FindCgroup(s, "/")->anon_bytes, 9u);
+  ASSERT_NE(FindCgroup(s, "/a/z"), nullptr);
+  EXPECT_EQ(FindCgroup(s, "/a/z")->anon_bytes, 3u);
 }
 
 // The full pass of the core profile lists every directory but reads no still

@@ -80,11 +80,21 @@ std::unique_ptr<ClampsLoader> ClampsLoader::Attach(const BpfEnv& env, const std:
 
 uint64_t ClampsLoader::Collect(Sample& sample, bool program_stats) {
   auto& by_id = sample.clamps[tier_];
-  std::vector<uint64_t> stats = Stats();
-  clamps_.Read(bpf_map__fd(skel_->maps.clamps), stats[SP_STAT_CLAMPS],
+  detached_reads_ = attached() ? 0 : detached_reads_ + 1;
+  const bool stand = detached_reads_ > 2 && program_stats == held_timed_;
+  if (!stand) held_stats_ = Stats();
+  clamps_.Read(bpf_map__fd(skel_->maps.clamps), held_stats_[SP_STAT_CLAMPS],
                [&](uint64_t id, uint64_t n) { by_id[id].clamps = n; });
   sample.MarkLive(Signal::kWindowClamps, tier_);
-  return Finish(sample, program_stats, stats);
+  if (stand) {
+    sample.program_stats.insert(sample.program_stats.end(), held_programs_.begin(), held_programs_.end());
+    return held_stats_[SP_STAT_LOST];
+  }
+  const size_t before = sample.program_stats.size();
+  const uint64_t lost = Finish(sample, program_stats, held_stats_);
+  held_programs_.assign(sample.program_stats.begin() + static_cast<std::ptrdiff_t>(before), sample.program_stats.end());
+  held_timed_ = program_stats;
+  return lost;
 }
 
 }  // namespace sockpressure

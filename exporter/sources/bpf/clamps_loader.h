@@ -35,12 +35,23 @@ class ClampsLoader : public ProgramLoader<sp_clamps> {
   void Detach() { skel_.Unlink(); }
   // Attaches again at the tier it loaded as; "" or why not (counted in the
   // program's attach_failures). Needs BpfAttachCapabilities().
-  std::string Reattach() { return skel_.Relink(); }
+  std::string Reattach() {
+    detached_reads_ = 0;  // its attach counts move
+    return skel_.Relink();
+  }
 
  private:
   ClampsLoader();
   bool reattachable_ = true;
   GuardedHashMap<uint64_t> clamps_;  // bumps SP_STAT_CLAMPS after each write
+  // A detached program does not run, so from the second read after the
+  // detach (a run in flight at the detach has ended by then) its counters
+  // and the kernel's run statistics stand: the reads of a healthy node's
+  // samples are these, not two bpf(2) calls each.
+  int detached_reads_ = 0;
+  bool held_timed_ = false;
+  std::vector<uint64_t> held_stats_;
+  std::vector<ProgramStats> held_programs_;
 };
 
 }  // namespace sockpressure

@@ -22,7 +22,8 @@ std::mutex mu;
 uint64_t needed = 0;
 std::string reasons;
 bool dropped = false;
-int requests = 0;
+int requests = 0;          // NeedCapabilities() and NeedCapabilitiesForJobs() calls with a capability
+int collect_requests = 0;  // NeedCapabilities() calls with a capability
 
 // Debian's UAPI header may predate CAP_BPF (39) / CAP_PERFMON (38).
 constexpr int kCapLastKnown = 40;
@@ -73,7 +74,8 @@ namespace {
 void Keep(uint64_t mask, const char* why, bool collects) {
   std::lock_guard<std::mutex> lock(mu);
   needed |= mask;
-  if (mask != 0 && collects) ++requests;
+  if (mask != 0) ++requests;
+  if (mask != 0 && collects) ++collect_requests;
   absl::StrAppend(&reasons, reasons.empty() ? "" : "; ", why, ": ", CapabilityNames(mask));
 }
 }  // namespace
@@ -85,6 +87,11 @@ void NeedCapabilitiesForJobs(uint64_t mask, const char* why) { Keep(mask, why, /
 int CapabilityRequests() {
   std::lock_guard<std::mutex> lock(mu);
   return requests;
+}
+
+int CollectOnWorkerRequests() {
+  std::lock_guard<std::mutex> lock(mu);
+  return collect_requests;
 }
 
 std::string MissingBpfPrivilege() {

@@ -59,9 +59,12 @@ void NeedCapabilities(uint64_t mask, const char* why);
 // collecting on the sampler thread and hands just that job to the worker
 // (PrivilegedWorker::Run). Thread-safe.
 void NeedCapabilitiesForJobs(uint64_t mask, const char* why);
-// How many NeedCapabilities() calls asked for a capability so far: a
-// collector factory that raised it collects on the privileged worker.
+// How many calls of either asked for a capability so far: the privileged
+// worker is started when any did.
 int CapabilityRequests();
+// How many NeedCapabilities() calls did: a collector factory that raised it
+// collects on the privileged worker.
+int CollectOnWorkerRequests();
 
 // Drops everything not needed, once per process (later calls do nothing).
 // No-op (and returns an empty string) when the process is not privileged.
