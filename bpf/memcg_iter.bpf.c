@@ -16,6 +16,16 @@
 
 /* Walk generation, bumped by the agent (mmaped .bss) before each walk. */
 __u64 gen = 0; /* __u64, not u64: the skeleton header names this type */
+/* What the agent reads without a map lookup (mmaped .bss): records written
+ * (new memcgs, or a deadline or flags that changed; a failed write counts),
+ * memcgs visited, and the jiffies when this walk began. A walk that wrote
+ * none and visited as many memcgs as the map holds left the map as it was,
+ * bar gen and now: the agent then need not read it (a batched read visits
+ * all SP_MAX_CGROUPS buckets). */
+__u64 changed = 0;
+__u64 visited = 0;
+__u64 walk_gen = 0;
+__u64 walk_start = 0;
 
 /* cgroup id -> state at the last walk. The records go to a map rather than
  * the seq_file because cgroup_iter cannot resume a walk across read() calls
@@ -35,7 +45,7 @@ int memcg_iter(struct bpf_iter__cgroup *ctx)
 	struct cgroup *cgrp = ctx->cgroup;
 	struct cgroup_subsys_state *css;
 	struct mem_cgroup *memcg;
-	struct sp_memcg_state rec = {};
+	struct sp_memcg_state rec = {}, *old;
 	u64 id;
 	int idx;
 
@@ -56,6 +66,19 @@ int memcg_iter(struct bpf_iter__cgroup *ctx)
 		rec.flags |= SP_REC_DEADLINE_32;
 	if (bpf_core_field_exists(memcg->tcpmem_pressure) && BPF_CORE_READ(memcg, tcpmem_pressure))
 		rec.flags |= SP_REC_TCPMEM_PRESSURE;
+	if (walk_gen != gen) {
+		walk_gen = gen;
+		walk_start = rec.now;
+	}
+	visited++;
+	/* One walk at a time (the seq_file's lock): plain updates suffice. */
+	old = bpf_map_lookup_elem(&memcg_state, &id);
+	if (old && old->deadline == rec.deadline && old->flags == rec.flags) {
+		old->now = rec.now;
+		old->gen = gen;
+		return 0;
+	}
+	changed++;
 	if (bpf_map_update_elem(&memcg_state, &id, &rec, BPF_ANY))
 		stat_inc(SP_STAT_LOST); /* more memory cgroups than SP_MAX_CGROUPS */
 	return 0;

@@ -142,6 +142,25 @@ TEST(BpfProbes, CgroupIteratorWalksMemoryHierarchy) {
   EXPECT_LE(missing, 1u);
   EXPECT_GE(walked.size() + 1, s.cgroups.size());
   EXPECT_TRUE(walked.count(s.cgroups[0].id)) << "memory root not walked";
+
+  // Later walks that change nothing leave the map unread (the program's
+  // .bss counters say so): what they give is what a full read gives, as a
+  // new loader's first read (which reads the map) shows.
+  for (int i = 0; i < 3; ++i) {
+    Sample again;
+    ASSERT_TRUE(src->Collect(again).ok());
+    std::vector<uint64_t> later = src->LastIterCgroupIds();
+    EXPECT_EQ(std::set<uint64_t>(later.begin(), later.end()), walked) << "walk " << i + 2;
+    std::unique_ptr<BpfSource> fresh = NewBpfSource(o);
+    Sample full;
+    ASSERT_TRUE(fresh->Collect(full).ok());
+    for (const auto& [id, p] : full.pressure[Tier::kIter]) {
+      if (!again.pressure[Tier::kIter].count(id)) continue;  // came or went between the two walks
+      EXPECT_EQ(again.pressure[Tier::kIter][id].active, p.active) << "cgroup id " << id;
+    }
+    EXPECT_NEAR(static_cast<double>(again.pressure[Tier::kIter].size()),
+                static_cast<double>(full.pressure[Tier::kIter].size()), 1.0);
+  }
 }
 
 }  // namespace

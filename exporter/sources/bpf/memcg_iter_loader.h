@@ -23,6 +23,7 @@ class MemcgIterLoader : public ProgramLoader<sp_memcg_iter> {
   // Null when the iterator could not be attached (why is in `log`). `hz`
   // is the kernel's CONFIG_HZ, 0 when unknown: then measured, else 250.
   static std::unique_ptr<MemcgIterLoader> Attach(const BpfEnv& env, int hz, ProbeLog& log);
+  ~MemcgIterLoader();
   void Collect(Sample& sample, bool program_stats);
   int hz() const { return hz_; }
   // Memory cgroup ids the last Collect() visited.
@@ -37,6 +38,10 @@ class MemcgIterLoader : public ProgramLoader<sp_memcg_iter> {
   };
   MemcgIterLoader();
   bool Run(std::vector<Record>& recs, std::string* err);
+  // Whether the walk just made left the map as the last read found it
+  // (bar gen and now), from the program's .bss counters before the walk:
+  // it rewrote no record and visited as many memcgs as that read returned.
+  bool Unchanged(uint64_t changed_before, uint64_t visited_before) const;
   void MeasureHz();
   void CollectPressure(Sample& sample);
 
@@ -44,6 +49,7 @@ class MemcgIterLoader : public ProgramLoader<sp_memcg_iter> {
   uint64_t gen_ = 0;
   bool error_logged_ = false;
   std::vector<uint64_t> last_ids_;
+  std::vector<Record> held_;  // what the last read of the map returned
   std::unordered_map<uint64_t, State> state_;
 };
 
