@@ -88,7 +88,7 @@ class CgroupfsSource final : public Source {
   void NoteMalformed(const std::string& what) { malformed_.Note(what); }
   // Counts a cgroup left out of the sample by reason and reports it.
   void LeaveOut(Sample& sample, const char* reason, const std::string& what);
-  // Finds the memory hierarchy and opens its root (root_fd_), with a new
+  // Finds the memory hierarchy and opens its root (hierarchy_), with a new
   // tree when it is another one: on the first sample, on every full pass
   // and after a failed one. A mount does not move between samples; a
   // remount or a v1/v2 switch is seen at the next full pass (until then the
@@ -104,7 +104,7 @@ class CgroupfsSource final : public Source {
   MalformedFiles malformed_;
   CgroupReader reader_;
   std::unique_ptr<CgroupNode> root_;
-  HierarchyRoot root_fd_;
+  HierarchyRoot hierarchy_;
   std::vector<CgroupNode*> order_;
   uint64_t cycle_ = 0;  // samples of this tree, for the full pass
   uint64_t walk_ = 0;   // walks ever, never reset: CgroupVisit::walk
@@ -132,18 +132,18 @@ void CgroupfsSource::LeaveOut(Sample& sample, const char* reason, const std::str
 }
 
 absl::Status CgroupfsSource::FindRoot() {
-  const bool another = root_fd_.Find(paths_.cgroupfs);
-  const MemoryHierarchy& h = root_fd_.hierarchy();
+  const bool another = hierarchy_.Find(paths_.cgroupfs);
+  const MemoryHierarchy& h = hierarchy_.hierarchy();
   if (h.root.empty()) return NoHierarchy();
-  if (root_fd_.fd() < 0 || (root_ && !another)) return absl::OkStatus();
+  if (hierarchy_.fd() < 0 || (root_ && !another)) return absl::OkStatus();
   // Another tree at the path (remounted, or v1 and v2 switched), or the
   // first: nothing known about an old one applies.
   by_id_.clear();
   root_.reset();
-  root_ = std::make_unique<CgroupNode>("/", root_fd_.ino(), nullptr, &budget_, lister_.watcher());
+  root_ = std::make_unique<CgroupNode>("/", hierarchy_.ino(), nullptr, &budget_, lister_.watcher());
   root_->last.v1 = h.v1;
   reader_.NewTree(options_.keep_files == CgroupfsOptions::KeepFiles::kAlways ||
-                  (options_.keep_files == CgroupfsOptions::KeepFiles::kAuto && root_fd_.cgroupfs()));
+                  (options_.keep_files == CgroupfsOptions::KeepFiles::kAuto && hierarchy_.cgroupfs()));
   cycle_ = 0;
   reshaped_ = true;
   return absl::OkStatus();
@@ -154,14 +154,14 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
   const size_t previous_emitted = std::exchange(last_emitted_, SIZE_MAX);
   reshaped_ = false;
   const uint64_t slow_every = std::max<uint64_t>(1, options_.slow_every);
-  if (!root_ || root_fd_.fd() < 0 || cycle_ % slow_every == 0) {
+  if (!root_ || hierarchy_.fd() < 0 || cycle_ % slow_every == 0) {
     absl::Status found = FindRoot();
-    if (!found.ok() || !root_ || root_fd_.fd() < 0) {
-      sample.cgroup_mode = root_fd_.hierarchy().mode;
+    if (!found.ok() || !root_ || hierarchy_.fd() < 0) {
+      sample.cgroup_mode = hierarchy_.hierarchy().mode;
       return found;
     }
   }
-  sample.cgroup_mode = root_fd_.hierarchy().mode;
+  sample.cgroup_mode = hierarchy_.hierarchy().mode;
   malformed_.Clear();
   lister_.Drain();
   const bool slow_pass = cycle_++ % slow_every == 0;
@@ -175,7 +175,7 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
   // Not on a full pass: reclaim that vmpressure never sees (GFP_NOIO/NOFS
   // allocations, memory.reclaim) moves memory.stat alone, and is read then.
   const bool scanned_known = MarkScanned(sample, walk_) && !slow_pass;
-  reader_.BeginWalk(walk_, root_fd_.fd(), slow_pass, root_->last.v1);
+  reader_.BeginWalk(walk_, hierarchy_.fd(), slow_pass, root_->last.v1);
   const bool incomplete = Walk(sample, slow_pass, read_all, scanned_known);
   reader_.EndWalk();
   if (reader_.TakeReshaped()) reshaped_ = true;
@@ -193,7 +193,7 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
     // Without the root there is no walk: 0 cgroups is a failure, not a fact.
     std::string why = malformed_.first.empty() ? "no memory.stat" : malformed_.first;
     root_.reset();
-    return absl::UnavailableError(absl::StrCat("root cgroup ", root_fd_.hierarchy().root, " not readable: ", why));
+    return absl::UnavailableError(absl::StrCat("root cgroup ", hierarchy_.hierarchy().root, " not readable: ", why));
   }
   return Emit(sample, previous_emitted, incomplete);
 }
