@@ -13,7 +13,7 @@ namespace sockpressure::doctor {
 void ReportNode(const Snapshot& s, std::string* r);
 // Each signal's best tier and what it means, or why the signal has none.
 void ReportSignals(const Snapshot& s, std::string* r);
-// A best eBPF tier that counted under a quarter of what memory.stat counted
+// A best eBPF tier that counted under a sixteenth of what memory.stat counted
 // for the same cgroup between the two samples, or that the agent's own
 // judge (state/tier_judge.h) stopped using: it attached but does not see.
 void ReportBlindTiers(const Snapshot& before, const Snapshot& s, std::string* r);

@@ -71,7 +71,7 @@ constexpr SnapshotFamily kAgentFamilies[] = {
     // The tier judge's verdicts (state/tier_judge.h): one series per signal
     // and tier that fell short at least once.
     {"sockpressure_tier_disagreements_total", MetricKind::kCounter,
-     "Spans in which a tier counted less than the kernel's own count from a second source: under a quarter of the "
+     "Spans in which a tier counted less than the kernel's own count from a second source: under a sixteenth of the "
      "pages memory.stat says the cgroup scanned (reclaim), or no socket-pressure assertion while "
      "memory.events.local sock_throttled moved (socket_pressure). After two, the tier is not used for that signal "
      "(sockpressure_signal_source says which is).",

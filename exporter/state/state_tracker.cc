@@ -87,6 +87,15 @@ void StateTracker::Judge(const Sample& sample, const std::vector<CgroupState*>& 
   const bool judge_pressure = pressure < Tier::kMemoryEvents && !judge_.Blind(Signal::kSocketPressure, pressure) &&
                               sample.IsLive(Signal::kSockThrottled, Tier::kMemoryEvents);
   if (!judge_reclaim && !judge_pressure) return;
+  // memory.stat's local scan of a cgroup with children is its hierarchical
+  // count less theirs, right only when every child was read in the same
+  // walk, which the eBPF-guided walk does not do: on 6.1 a kubepods slice,
+  // where nothing runs, showed 3,616 pages of its "own" scan against the
+  // tier's (right) 0 and made the tier blind. Reclaim is judged on leaves.
+  std::vector<uint8_t> has_children(sample.cgroups.size(), 0);
+  for (const CgroupReading& c : sample.cgroups) {
+    if (c.parent >= 0) has_children[static_cast<size_t>(c.parent)] = 1;
+  }
   auto total = [](const CgroupState& st, Tier t, auto field) -> std::optional<uint64_t> {
     auto it = st.values.find(t);
     if (it == st.values.end()) return std::nullopt;
@@ -96,7 +105,7 @@ void StateTracker::Judge(const Sample& sample, const std::vector<CgroupState*>& 
     if (!dirty[i]) continue;  // nothing of it moved this sample
     CgroupState& st = *states[i];
     const std::string& path = sample.cgroups[i].path;
-    if (judge_reclaim) {
+    if (judge_reclaim && !has_children[i]) {
       auto ref = total(st, Tier::kMemoryStat, [](const TierValues& v) { return v.scanned_total; });
       auto seen = total(st, reclaim, [](const TierValues& v) { return v.scanned_total; });
       if (ref && seen) judge_.Observe(Signal::kReclaim, reclaim, *ref, *seen, st.judge_reclaim, path);
