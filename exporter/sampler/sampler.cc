@@ -133,15 +133,13 @@ void Sampler::RunContext(Sample& sample, std::vector<CollectorResult>& results) 
     if (worker_runner_ && sources_[context_[k]]->collects_on_worker()) {
       while (end < context_.size() && sources_[context_[end]]->collects_on_worker()) ++end;
     }
+    auto run = [&] {
+      for (size_t j = k; j < end; ++j) results[context_[j]] = RunCollector(*sources_[context_[j]], sample);
+    };
     // Several on the worker: one job runs them all (each then runs inline
     // there); a job that could not run leaves them to their own hand-offs,
     // which report why.
-    const bool together = end - k > 1 && worker_runner_([&] {
-      for (size_t j = k; j < end; ++j) results[context_[j]] = RunCollector(*sources_[context_[j]], sample);
-    });
-    if (!together) {
-      for (size_t j = k; j < end; ++j) results[context_[j]] = RunCollector(*sources_[context_[j]], sample);
-    }
+    if (end - k == 1 || !worker_runner_(run)) run();
     k = end;
   }
 }

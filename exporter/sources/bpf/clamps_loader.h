@@ -44,10 +44,10 @@ class ClampsLoader : public ProgramLoader<sp_clamps> {
   ClampsLoader();
   bool reattachable_ = true;
   GuardedHashMap<uint64_t> clamps_;  // bumps SP_STAT_CLAMPS after each write
-  // A detached program does not run, so from the second read after the
-  // detach (a run in flight at the detach has ended by then) its counters
-  // and the kernel's run statistics stand: the reads of a healthy node's
-  // samples are these, not two bpf(2) calls each.
+  // A detached program does not run, so the counters and run statistics of
+  // the second read after the detach (a run in flight at the detach has
+  // ended by then) stand from the third on: a healthy node's samples reuse
+  // them instead of making two bpf(2) calls each.
   int detached_reads_ = 0;
   bool held_timed_ = false;
   std::vector<uint64_t> held_stats_;

@@ -71,14 +71,14 @@ std::unique_ptr<MemcgIterLoader> MemcgIterLoader::Attach(const BpfEnv& env, int 
 
 void MemcgIterLoader::MeasureHz() {
   // No kernel config to read CONFIG_HZ from: measure jiffies per second.
-  std::vector<Record> a, b;
   std::string err;
   const uint64_t t0 = MonotonicNs();
-  if (Run(a, &err) && !a.empty()) {
+  if (Run(&err) && !records_.empty()) {
+    const uint64_t first = records_[0].state.now;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     const double seconds = static_cast<double>(MonotonicNs() - t0) * 1e-9;
-    if (Run(b, &err) && !b.empty()) {
-      hz_ = RoundToKernelHz(static_cast<double>(b[0].state.now - a[0].state.now) / seconds).value_or(0);
+    if (Run(&err) && !records_.empty()) {
+      hz_ = RoundToKernelHz(static_cast<double>(records_[0].state.now - first) / seconds).value_or(0);
     }
   }
   if (hz_ == 0) {
@@ -87,8 +87,7 @@ void MemcgIterLoader::MeasureHz() {
   }
 }
 
-bool MemcgIterLoader::Run(std::vector<Record>& recs, std::string* err) {
-  recs.clear();
+bool MemcgIterLoader::Run(std::string* err) {
   const uint64_t gen = ++gen_;
   skel_->bss->gen = gen;  // mmaped .bss: seen by the next walk
   const uint64_t changed = skel_->bss->changed, visited = skel_->bss->visited;
@@ -113,33 +112,32 @@ bool MemcgIterLoader::Run(std::vector<Record>& recs, std::string* err) {
   ::close(fd);
   if (Unchanged(changed, visited)) {
     // The map holds the last read's records, refreshed in place: no read.
-    recs = held_;
-    for (Record& r : recs) {
+    for (Record& r : records_) {
       r.state.gen = gen;
       r.state.now = skel_->bss->walk_start;
     }
     return true;
   }
+  records_.clear();
   std::vector<uint64_t> stale;
   const int map_fd = bpf_map__fd(skel_->maps.memcg_state);
   ReadHashMap<sp_memcg_state>(map_fd, [&](uint64_t id, const sp_memcg_state& v) {
     if (v.gen == gen) {
-      recs.push_back({id, v});
+      records_.push_back({id, v});
     } else {
       stale.push_back(id);  // not visited by this walk: the cgroup is gone
     }
   });
   for (uint64_t id : stale) bpf_map_delete_elem(map_fd, &id);
-  held_ = recs;
   return true;
 }
 
 bool MemcgIterLoader::Unchanged(uint64_t changed_before, uint64_t visited_before) const {
-  if (skel_->bss->changed != changed_before || skel_->bss->visited - visited_before != held_.size()) return false;
+  if (skel_->bss->changed != changed_before || skel_->bss->visited - visited_before != records_.size()) return false;
   // Exact only where no deadline was live at the last read: a live one adds
   // time up to each memcg's own visit, which the walk's start would cut.
   // Such a deadline lasts one second (HZ); an idle node has none.
-  for (const Record& r : held_) {
+  for (const Record& r : records_) {
     if (static_cast<int64_t>(r.state.now - r.state.deadline) < 0) return false;
   }
   return true;
@@ -151,9 +149,8 @@ void MemcgIterLoader::Collect(Sample& sample, bool program_stats) {
 }
 
 void MemcgIterLoader::CollectPressure(Sample& sample) {
-  std::vector<Record> recs;
   std::string err;
-  if (!Run(recs, &err)) {
+  if (!Run(&err)) {
     if (!error_logged_) {
       error_logged_ = true;
       SP_LOG_WARN("cgroup iterator: ", err, "; socket pressure falls back to the next tier");
@@ -162,7 +159,7 @@ void MemcgIterLoader::CollectPressure(Sample& sample) {
   }
   last_ids_.clear();
   const uint64_t hz = static_cast<uint64_t>(hz_);
-  for (const Record& rec : recs) {
+  for (const Record& rec : records_) {
     const sp_memcg_state& r = rec.state;
     last_ids_.push_back(rec.cgroup_id);
     auto live = [&](uint64_t now, uint64_t deadline) { return deadline != 0 && static_cast<int64_t>(now - deadline) < 0; };

@@ -37,10 +37,12 @@ class MemcgIterLoader : public ProgramLoader<sp_memcg_iter> {
     PressureState st;
   };
   MemcgIterLoader();
-  bool Run(std::vector<Record>& recs, std::string* err);
+  // One walk; records_ then holds what it found. False (with why) when the
+  // walk could not run, records_ then as they were.
+  bool Run(std::string* err);
   // Whether the walk just made left the map as the last read found it
   // (bar gen and now), from the program's .bss counters before the walk:
-  // it rewrote no record and visited as many memcgs as that read returned.
+  // it rewrote no record and visited as many memcgs as records_ holds.
   bool Unchanged(uint64_t changed_before, uint64_t visited_before) const;
   void MeasureHz();
   void CollectPressure(Sample& sample);
@@ -49,7 +51,9 @@ class MemcgIterLoader : public ProgramLoader<sp_memcg_iter> {
   uint64_t gen_ = 0;
   bool error_logged_ = false;
   std::vector<uint64_t> last_ids_;
-  std::vector<Record> held_;  // what the last read of the map returned
+  // The last walk's records: read from the map, or, when the walk changed
+  // nothing, the last read's refreshed in place (Unchanged).
+  std::vector<Record> records_;
   std::unordered_map<uint64_t, State> state_;
 };
 
