@@ -24,6 +24,14 @@ __u64 gen = 0; /* __u64, not u64: the skeleton header names this type */
  * all SP_MAX_CGROUPS buckets). */
 __u64 changed = 0;
 __u64 visited = 0;
+/* On cgroup v1, memcgs whose sockets may be charged to them: a v1 socket
+ * gets sk_memcg only once its memcg's memory.kmem.tcp.limit_in_bytes was
+ * written (memcg->tcpmem_active; mem_cgroup_sk_alloc), and memcg socket
+ * pressure of either kind throttles only sockets with sk_memcg. A walk that
+ * counts none tells the agent that no memcg can throttle any socket until a
+ * tcp limit is written. Counted conservatively: every memcg when the field
+ * cannot be read. */
+__u64 charged = 0;
 __u64 walk_gen = 0;
 __u64 walk_start = 0;
 
@@ -66,6 +74,8 @@ int memcg_iter(struct bpf_iter__cgroup *ctx)
 		rec.flags |= SP_REC_DEADLINE_32;
 	if (bpf_core_field_exists(memcg->tcpmem_pressure) && BPF_CORE_READ(memcg, tcpmem_pressure))
 		rec.flags |= SP_REC_TCPMEM_PRESSURE;
+	if (!bpf_core_field_exists(memcg->tcpmem_active) || BPF_CORE_READ(memcg, tcpmem_active))
+		charged++;
 	if (walk_gen != gen) {
 		walk_gen = gen;
 		walk_start = rec.now;

@@ -68,12 +68,14 @@ struct vmpressure {
 /* include/linux/memcontrol.h. socket_pressure: `unsigned long` jiffies
  * deadline up to ~v6.17, `u64` from ~v6.18 (mem_cgroup_set_socket_pressure).
  * Both flavors are declared so bpf_core_field_size() picks the real width;
- * tcpmem_pressure exists only with cgroup v1 (CONFIG_MEMCG_V1 from 6.11). */
+ * tcpmem_pressure and tcpmem_active exist only with cgroup v1
+ * (CONFIG_MEMCG_V1 from 6.11). */
 struct mem_cgroup {
 	struct cgroup_subsys_state css;
 	struct vmpressure vmpressure;
 	unsigned long socket_pressure;
 	int tcpmem_pressure;
+	bool tcpmem_active;
 };
 struct mem_cgroup___u64 {
 	u64 socket_pressure;

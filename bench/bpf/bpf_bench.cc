@@ -115,7 +115,7 @@ static uint64_t ClampRuns(sp::BpfSource* src) {
 }
 
 static void PrintBpfStats(sp::BpfSource* src) {
-  if (!sp::BpfStatsFlag("/proc").Enabled()) return;  // never switched on here
+  if (!sp::BpfStatsFlag("/proc", 0).Enabled()) return;  // never switched on here
   for (auto& [name, fd] : src->ProgramFds()) {
     bpf_prog_info info = {};
     uint32_t len = sizeof info;
@@ -276,7 +276,7 @@ static int Throughput(double gib, const std::string& which, int pairs) {
   }
   if (runs) {
     std::printf("clamp handler: %llu runs during the probe rounds (kernel.bpf_stats_enabled is %s)\n",
-                static_cast<unsigned long long>(runs), sp::BpfStatsFlag("/proc").Enabled() ? "on" : "off, not changed");
+                static_cast<unsigned long long>(runs), sp::BpfStatsFlag("/proc", 0).Enabled() ? "on" : "off, not changed");
     // The same loss from its parts, each measured here and far less noisy
     // than bulk throughput on a shared VM: events per GB x cost per event,
     // against the CPU one GB costs without probes.

@@ -64,6 +64,11 @@ constexpr SnapshotFamily kAgentFamilies[] = {
      "Wall time of the sampling cycle before the last one, from its first collector to the last use of its "
      "snapshot; above --sample.interval, the next cycle started late.",
      [](const Snapshot& s, const BuildInfo&, Out& out) { out.Add(s.sample_duration_seconds); }},
+    {"sockpressure_sample_interval_seconds", MetricKind::kGauge,
+     "Seconds from the last sampling cycle to the next: --sample.interval, or --sample.context-interval while no "
+     "signal on this node can move unseen between cycles (cgroup v1 where no memory cgroup charges sockets, so none "
+     "can throttle one).",
+     [](const Snapshot& s, const BuildInfo&, Out& out) { out.Add(s.next_sample_seconds); }},
     {"sockpressure_sample_overruns_total", MetricKind::kCounter,
      "Sampling cycles that started late because the cycle before ran past their start; each starts as soon as the "
      "one before ends, and the ticks missed are not caught up.",

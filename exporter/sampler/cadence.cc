@@ -56,7 +56,9 @@ bool ContextGate::Due(const Sample& sample) {
   uint64_t fp = Fingerprint(sample);
   active_ = first_ || fp != last_fingerprint_ || UnderSocketPressure(sample) || context_active_;
   last_fingerprint_ = fp;
-  bool due = first_ || active_ || since_run_ + 1 >= every_;
+  // After an idle wait the context collectors run as they would have in the
+  // samples the wait skipped.
+  bool due = first_ || active_ || sample.after_wait || since_run_ + 1 >= every_;
   first_ = false;
   since_run_ = due ? 0 : since_run_ + 1;
   return due;

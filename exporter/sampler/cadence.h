@@ -47,6 +47,9 @@ class ContextGate {
 
   // Whether the last Due() found the node active (for tests and logs).
   bool active() const { return active_; }
+  // Neither the last Due() nor the last context reading (Saw) asks for the
+  // next cycle: nothing moved and nothing is under pressure.
+  bool idle() const { return !active_ && !context_active_; }
   uint64_t context_every() const { return every_; }
 
  private:

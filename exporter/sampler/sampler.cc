@@ -25,7 +25,7 @@ double Now(clockid_t clock) {
 Sampler::Sampler(std::vector<std::unique_ptr<Source>> sources, std::unique_ptr<StateTracker> tracker,
                  double interval_seconds, uint64_t context_every)
     : sources_(std::move(sources)), tracker_(std::move(tracker)), interval_seconds_(interval_seconds),
-      gate_(context_every) {
+      gate_(context_every), wait_seconds_(interval_seconds * static_cast<double>(std::max<uint64_t>(1, context_every))) {
   std::vector<std::unique_ptr<Source>> given = std::move(sources_);
   sources_.clear();
   AddSources(std::move(given));
@@ -73,7 +73,7 @@ std::shared_ptr<const Snapshot> Sampler::ReleasingMemory(std::shared_ptr<const S
   return std::shared_ptr<const Snapshot>(raw, Deleter{std::move(snap), churn_});
 }
 
-std::shared_ptr<const Snapshot> Sampler::SampleOnce() {
+std::shared_ptr<const Snapshot> Sampler::SampleOnce(bool after_wait) {
   std::lock_guard<std::mutex> cycle(cycle_mu_);
   const double wall_start = Now(CLOCK_MONOTONIC);
   std::vector<std::function<void()>> before;
@@ -88,6 +88,7 @@ std::shared_ptr<const Snapshot> Sampler::SampleOnce() {
   sample.unix_millis = static_cast<int64_t>(Now(CLOCK_REALTIME) * 1000);
   sample.previous_cycle_seconds = previous_cycle_seconds_;
   sample.overruns_total = overruns_.load(std::memory_order_relaxed);
+  sample.after_wait = after_wait;
   // One result per source, at its registration index.
   std::vector<CollectorResult> results(sources_.size());
   // Signal collectors first (registration order: bpf, whose vmpressure tier
@@ -109,6 +110,9 @@ std::shared_ptr<const Snapshot> Sampler::SampleOnce() {
     }
     gate_.Saw(sample);
   }
+  const bool waits = WaitCanFollow(sample);
+  waits_next_.store(waits, std::memory_order_relaxed);
+  sample.next_sample_seconds = waits ? wait_seconds_ : interval_seconds_;
   double cpu = Now(CLOCK_THREAD_CPUTIME_ID) - cpu_start + sample.worker_cpu_seconds;
   std::shared_ptr<const Snapshot> snap =
       ReleasingMemory(tracker_->Update(std::move(sample), std::move(results), cpu));
@@ -125,6 +129,14 @@ std::shared_ptr<const Snapshot> Sampler::SampleOnce() {
   for (const Listener& l : listeners) l(snap);
   previous_cycle_seconds_ = Now(CLOCK_MONOTONIC) - wall_start;
   return snap;
+}
+
+bool Sampler::WaitCanFollow(const Sample& sample) const {
+  // Every signal collector must say that its signals cannot move unseen
+  // until the next context interval; the context collectors must have a
+  // gate (they run at least once per wait) and the node must be idle.
+  return !every_cycle_.empty() && sample.signal_collectors_quiet >= every_cycle_.size() &&
+         !context_.empty() && gate_.context_every() > 1 && gate_.idle();
 }
 
 void Sampler::RunContext(Sample& sample, std::vector<CollectorResult>& results) {
@@ -184,15 +196,31 @@ void Sampler::Run() {
   // /healthz (alive) and /readyz (not ready).
   if (!Latest()) SampleOnce();
   auto next = std::chrono::steady_clock::now();
-  const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(interval_seconds_));
+  auto as_duration = [](double seconds) {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+  };
+  const auto interval = as_duration(interval_seconds_), wait = as_duration(wait_seconds_);
+  bool waited = false;
   for (;;) {
+    // Where nothing can move unseen (WaitCanFollow), the next cycle is one
+    // context interval away: the wake-up itself is most of an idle cycle.
+    const bool waits = WaitsNext();
+    if (waits != waited) {
+      waited = waits;
+      if (waits) {
+        SP_LOG_INFO("sampling every ", wait_seconds_, " s: no signal here can move unseen between samples "
+                    "(docs/sampling.md, \"Where nothing can move\")");
+      } else {
+        SP_LOG_INFO("sampling every ", interval_seconds_, " s again");
+      }
+    }
+    const auto period = waits ? wait : interval;
     next += period;
     {
       std::unique_lock<std::mutex> lock(stop_mu_);
       if (stop_cv_.wait_until(lock, next, [this] { return stopping_; })) return;
     }
-    SampleOnce();
+    SampleOnce(waits);
     // A cycle that ran past the next tick: the next cycle starts as soon as
     // this one ends (waiting for the tick after would lose a sample to every
     // overrun, however small), and the ticks missed are not caught up with
@@ -225,7 +253,8 @@ bool Sampler::Healthy() const {
   const double age = std::chrono::duration<double>(std::chrono::steady_clock::now() - published_).count();
   // From the publish, not the sample's start: a first sample that took 30 s
   // is fresh when it is published.
-  return age < (latest_ ? 3 * interval_seconds_ + 5 : kFirstSampleSeconds);
+  const double period = WaitsNext() ? wait_seconds_ : interval_seconds_;
+  return age < (latest_ ? 3 * period + 5 : kFirstSampleSeconds);
 }
 
 bool Sampler::Ready() const {

@@ -43,8 +43,14 @@ class Sampler {
   // builds its sampler, and serves, before the eBPF programs are loaded.
   void AddSources(std::vector<std::unique_ptr<Source>> sources);
 
-  // Runs one cycle on the calling thread (tests, `doctor`).
-  std::shared_ptr<const Snapshot> SampleOnce();
+  // Runs one cycle on the calling thread (tests, `doctor`). `after_wait`:
+  // as the thread runs the cycle that ends an idle wait (every collector
+  // makes its full pass).
+  std::shared_ptr<const Snapshot> SampleOnce(bool after_wait = false);
+  // Whether the last cycle found that nothing can move before the next
+  // context interval (Sample::signal_collectors_quiet, and the node idle):
+  // the thread then waits that long for the next cycle, not one interval.
+  bool WaitsNext() const { return waits_next_.load(std::memory_order_relaxed); }
 
   // Starts the background thread. Its first cycle runs at once when no
   // snapshot exists yet: the agent serves (/healthz) while it runs.
@@ -53,7 +59,8 @@ class Sampler {
 
   std::shared_ptr<const Snapshot> Latest() const;
   // The health rule (/healthz): a snapshot was published less than three
-  // intervals plus 5 s ago, i.e. the sampler thread is not stuck. Before the
+  // intervals (three context intervals in an idle wait) plus 5 s ago, i.e.
+  // the sampler thread is not stuck. Before the
   // first one, the first cycle is given kFirstSampleSeconds from
   // construction: it reads every cgroup cold and may wait for the kubelet
   // (29-44 s at 10,000 cgroups in the lab guest), and a liveness probe must
@@ -79,6 +86,7 @@ class Sampler {
  private:
   void Run();
   CollectorResult RunCollector(Source& source, Sample& sample);
+  bool WaitCanFollow(const Sample& sample) const;
   // The context collectors of a sample into `results`, at their indices.
   void RunContext(Sample& sample, std::vector<CollectorResult>& results);
   // Wraps a new snapshot so that freeing it returns free memory to the
@@ -113,6 +121,10 @@ class Sampler {
   ContextGate gate_;
   HeldContext held_;
   double previous_cycle_seconds_ = 0;  // guarded by cycle_mu_
+  // Set by each cycle (under cycle_mu_), read by Run() and Healthy().
+  std::atomic<bool> waits_next_{false};
+  // One idle wait: the context collectors' cadence, context_every cycles.
+  double wait_seconds_;
   std::atomic<uint64_t> overruns_{0};  // Run() counts, SampleOnce() reads
   // Collector failures: the first logged, then one summary a minute, and
   // the recovery (guarded by cycle_mu_).

@@ -154,7 +154,7 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
   const size_t previous_emitted = std::exchange(last_emitted_, SIZE_MAX);
   reshaped_ = false;
   const uint64_t slow_every = std::max<uint64_t>(1, options_.slow_every);
-  if (!root_ || hierarchy_.fd() < 0 || cycle_ % slow_every == 0) {
+  if (!root_ || hierarchy_.fd() < 0 || sample.after_wait || cycle_ % slow_every == 0) {
     absl::Status found = FindRoot();
     if (!found.ok() || !root_ || hierarchy_.fd() < 0) {
       sample.cgroup_mode = hierarchy_.hierarchy().mode;
@@ -164,7 +164,8 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
   sample.cgroup_mode = hierarchy_.hierarchy().mode;
   malformed_.Clear();
   lister_.Drain();
-  const bool slow_pass = cycle_++ % slow_every == 0;
+  // After an idle wait, the full pass the skipped samples would have made.
+  const bool slow_pass = cycle_++ % slow_every == 0 || sample.after_wait;
   // The full pass lists every directory; it reads every cgroup's files only
   // when their values are wanted: the context series (sizes, limits, PSI),
   // or --cgroup.max cutting the tree (what it keeps first depends on socket
@@ -195,7 +196,11 @@ absl::Status CgroupfsSource::Collect(Sample& sample) {
     root_.reset();
     return absl::UnavailableError(absl::StrCat("root cgroup ", hierarchy_.hierarchy().root, " not readable: ", why));
   }
-  return Emit(sample, previous_emitted, incomplete);
+  absl::Status emitted = Emit(sample, previous_emitted, incomplete);
+  // Without reclaim counters (v1) nothing is read between full passes: no
+  // signal of this collector moves between samples (Sample::signal_collectors_quiet).
+  if (emitted.ok() && root_ && root_->have_reading && !HasReclaimCounters(root_->last)) ++sample.signal_collectors_quiet;
+  return emitted;
 }
 
 absl::Status CgroupfsSource::NoHierarchy() {

@@ -241,6 +241,18 @@ struct Sample {
   double previous_cycle_seconds = 0;
   uint64_t overruns_total = 0;
 
+  // Idle waits (docs/sampling.md, "Where nothing can move"). Set by the
+  // sampler: this sample follows a wait of a context interval, so every
+  // collector makes its full pass (as it would have in the samples skipped).
+  bool after_wait = false;
+  // Signal collectors that found nothing their signals can show move
+  // between samples without the kernel counting it for them: the sampler
+  // may wait a context interval only when every signal collector says so.
+  // A collector that does not add itself keeps the sampling interval.
+  size_t signal_collectors_quiet = 0;
+  // Set by the sampler after the collectors: seconds until the next cycle.
+  double next_sample_seconds = 0;
+
   // Index of a cgroup id in `cgroups`, or -1. Valid after the cgroupfs source ran.
   int IndexOfId(uint64_t id) const;
   IdIndex id_index;

@@ -205,6 +205,7 @@ struct Snapshot {
   double sample_cpu_seconds = 0;  // CPU time of the last sampling cycle
   double sample_duration_seconds = 0;  // wall time of the cycle before it (Sample::previous_cycle_seconds)
   uint64_t sample_overruns_total = 0;
+  double next_sample_seconds = 0;  // Sample::next_sample_seconds
   // Tiers that fell short of a second source (tier_judge.h).
   std::vector<TierDisagreement> tier_disagreements;
 };

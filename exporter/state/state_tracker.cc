@@ -159,6 +159,7 @@ void StateTracker::Stamp(Sample& sample, std::vector<CollectorResult> collectors
   snap.sample_cpu_seconds = sample_cpu_seconds;
   snap.sample_duration_seconds = sample.previous_cycle_seconds;
   snap.sample_overruns_total = sample.overruns_total;
+  snap.next_sample_seconds = sample.next_sample_seconds;
   snap.tier_disagreements = judge_.Disagreements();
 }
 

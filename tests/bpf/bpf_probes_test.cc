@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 
 #include "exporter/sources/bpf/bpf_source.h"
 #include "exporter/sources/cgroupfs_source.h"
+#include "exporter/sources/memory_hierarchy.h"
 #include "gtest/gtest.h"
 #include "tests/bpf/bpf_test_main.h"
 #include "tests/bpf/net_util.h"
@@ -160,6 +162,67 @@ TEST(BpfProbes, CgroupIteratorWalksMemoryHierarchy) {
     }
     EXPECT_NEAR(static_cast<double>(again.pressure[Tier::kIter].size()),
                 static_cast<double>(full.pressure[Tier::kIter].size()), 1.0);
+  }
+}
+
+// On cgroup v1 a socket is charged to its memcg only once a tcp limit was
+// written there (memory.kmem.tcp.limit_in_bytes: tcpmem_active), and memcg
+// socket pressure throttles only charged sockets. Where the kernel's own
+// files say no memcg ever charged a socket (tcp usage peak 0 everywhere),
+// the iterator must count none: its walks then wait a context interval,
+// and the collector tells the sampler nothing can move unseen. On cgroup
+// v2 (every socket charged) neither happens.
+TEST(BpfProbes, CgroupIteratorWaitsWhereNoMemcgChargesSockets) {
+  const MemoryHierarchy h = DetectMemoryHierarchy("/sys/fs/cgroup");
+  size_t memcgs = 0, charged = 0;
+  if (h.v1) {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(
+             h.root, std::filesystem::directory_options::skip_permission_denied)) {
+      if (!e.is_directory()) continue;
+      ++memcgs;
+      std::FILE* f = std::fopen((e.path() / "memory.kmem.tcp.max_usage_in_bytes").c_str(), "r");
+      unsigned long long peak = 0;
+      if (f != nullptr) {
+        if (std::fscanf(f, "%llu", &peak) != 1) peak = 1;  // unreadable: count it as charged
+        std::fclose(f);
+      }
+      charged += peak > 0;
+    }
+  }
+  auto source = [](double context_seconds) {
+    BpfOptions o;
+    o.clamps = false;
+    o.vmpressure = false;
+    o.prunes = false;
+    o.context_seconds = context_seconds;
+    return NewBpfSource(o);
+  };
+  std::unique_ptr<BpfSource> hourly = source(3600), every = source(0);
+  const ProbeStatus* st = Find(hourly->Probes(), "socket_pressure", "iter");
+  ASSERT_NE(st, nullptr);
+  if (!st->attached) GTEST_SKIP() << "cgroup iterator refused by this kernel";
+  auto walks = [](BpfSource& src) { return src.Stats("socket_pressure")[SP_STAT_RUNS]; };
+  auto collect = [](BpfSource& src) {
+    Sample s;
+    EXPECT_TRUE(src.Collect(s).ok());
+    return s;
+  };
+  Sample first = collect(*hourly);
+  collect(*every);
+  const uint64_t hourly_runs = walks(*hourly), every_runs = walks(*every);
+  Sample second = collect(*hourly);
+  collect(*every);
+  EXPECT_GT(walks(*every), every_runs) << "a zero interval walks every sample";
+  std::printf("hierarchy v1=%d, %zu memcgs, %zu with a tcp usage peak\n", h.v1, memcgs, charged);
+  if (h.v1 && charged == 0) {
+    EXPECT_EQ(walks(*hourly), hourly_runs) << "no memcg charges sockets: the second sample reuses the first walk";
+    EXPECT_EQ(first.signal_collectors_quiet, 1u);
+    EXPECT_EQ(second.signal_collectors_quiet, 1u);
+    EXPECT_EQ(second.pressure[Tier::kIter].size(), first.pressure[Tier::kIter].size()) << "the walk's records stand";
+    EXPECT_TRUE(second.IsLive(Signal::kSocketPressure, Tier::kIter));
+  } else {
+    EXPECT_GT(walks(*hourly), hourly_runs) << "sockets may be charged: every sample walks";
+    EXPECT_EQ(second.signal_collectors_quiet, 0u);
   }
 }
 

@@ -3,7 +3,9 @@
 // any activity runs them in the same cycle, and every cycle while it lasts.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,7 @@ struct World {
   bool pressure = false;     // socket pressure asserted now
   uint64_t clamped = 0;      // sockets the census finds clamped
   uint64_t tcp_ext = 0;      // a TcpExt counter, moves on its own
+  int quiet = 0;             // signal collectors that say nothing can move unseen (0-2)
   int context_runs = 0, census_runs = 0, signal_runs = 0;
 };
 
@@ -45,6 +48,7 @@ std::vector<std::unique_ptr<Source>> Sources(World* w) {
     }
     s.cgroups_complete = true;
     s.MarkLive(Signal::kReclaim, Tier::kMemoryStat);
+    if (w->quiet >= 1) ++s.signal_collectors_quiet;
     return absl::OkStatus();
   }));
   s.push_back(MakeFunctionSource("netstat", [w](Sample& s) {
@@ -57,6 +61,7 @@ std::vector<std::unique_ptr<Source>> Sources(World* w) {
     s.pressure[Tier::kIter][kCgroupId].active = w->pressure;
     s.MarkLive(Signal::kWindowClamps, Tier::kTpBtf);
     s.MarkLive(Signal::kSocketPressure, Tier::kIter);
+    if (w->quiet >= 2) ++s.signal_collectors_quiet;
     return absl::OkStatus();
   }));
   s.push_back(MakeFunctionSource("bpf_census", [w](Sample& s) {
@@ -265,6 +270,76 @@ TEST(CadenceTest, GateAloneIdleSlowActiveEveryCycle) {
   EXPECT_TRUE(gate.Due(moved));
   gate.Saw(Sample{});
   EXPECT_FALSE(gate.Due(moved));
+}
+
+
+// Idle waits (docs/sampling.md, "Where nothing can move"): the sampler waits
+// a context interval for the next cycle only when every signal collector
+// says nothing it reads can move unseen and the node is idle; the cycle
+// that ends a wait runs the context collectors.
+TEST(CadenceTest, WaitsOnlyWhenEverySignalCollectorIsQuietAndTheNodeIdle) {
+  World w;
+  Sampler sampler(Sources(&w), std::make_unique<StateTracker>(), 1.0, 10);
+  sampler.SampleOnce();
+  EXPECT_FALSE(sampler.WaitsNext()) << "the first cycle counts as activity";
+  for (int quiet : {0, 1}) {
+    w.quiet = quiet;
+    sampler.SampleOnce();
+    EXPECT_FALSE(sampler.WaitsNext()) << quiet << " of 2 signal collectors quiet";
+  }
+  w.quiet = 2;
+  sampler.SampleOnce();
+  EXPECT_TRUE(sampler.WaitsNext()) << "both quiet, nothing moved";
+  w.clamps = 4;  // a socket got clamped: activity
+  sampler.SampleOnce();
+  EXPECT_FALSE(sampler.WaitsNext()) << "activity: the next cycle one interval away";
+  sampler.SampleOnce();
+  EXPECT_TRUE(sampler.WaitsNext());
+  w.clamped = 1;  // the context reading itself asks for the next cycle
+  const int runs = w.context_runs;
+  sampler.SampleOnce(/*after_wait=*/true);
+  EXPECT_EQ(w.context_runs, runs + 1) << "the cycle after a wait reads the context";
+  EXPECT_FALSE(sampler.WaitsNext()) << "a clamped socket in the census";
+  w.clamped = 0;
+  sampler.SampleOnce();
+  EXPECT_EQ(w.context_runs, runs + 2) << "and every cycle while it lasts";
+  EXPECT_FALSE(sampler.WaitsNext()) << "the cycle that saw the last clamped socket go was active";
+  sampler.SampleOnce();
+  EXPECT_TRUE(sampler.WaitsNext());
+
+  // Without a context cadence (every collector every cycle) there is no wait.
+  World every;
+  every.quiet = 2;
+  Sampler each(Sources(&every), std::make_unique<StateTracker>(), 1.0, 1);
+  for (int i = 0; i < 3; ++i) {
+    each.SampleOnce();
+    EXPECT_FALSE(each.WaitsNext());
+  }
+}
+
+// The thread follows it: where every signal collector is quiet, one cycle per
+// context interval (here 10 x 50 ms), else one per interval; healthy throughout.
+TEST(CadenceTest, TheThreadWaitsAContextIntervalWhereNothingCanMove) {
+  auto cycles_in = [](int quiet, double seconds, bool* healthy) {
+    World w;
+    w.quiet = quiet;
+    Sampler sampler(Sources(&w), std::make_unique<StateTracker>(), 0.05, 10);
+    sampler.Start();
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    *healthy = sampler.Healthy();
+    sampler.Stop();
+    return w.signal_runs;
+  };
+  bool healthy_quiet = false, healthy_busy = false;
+  const int quiet = cycles_in(2, 1.3, &healthy_quiet);
+  const int busy = cycles_in(1, 1.3, &healthy_busy);
+  // Quiet: the first cycle, one more (the first counts as activity), then
+  // one per 0.5 s: 4 in 1.3 s. Busy: about 26.
+  EXPECT_GE(quiet, 3);
+  EXPECT_LE(quiet, 6);
+  EXPECT_GE(busy, 15);
+  EXPECT_TRUE(healthy_quiet);
+  EXPECT_TRUE(healthy_busy);
 }
 
 }  // namespace

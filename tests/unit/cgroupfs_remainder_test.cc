@@ -406,6 +406,43 @@ TEST(CgroupfsRemainderTest, MissingCountersAreReadWholeOnTheFullPass) {
   EXPECT_EQ(FindCgroup(s, "/a/z")->anon_bytes, 3u);
 }
 
+// Without reclaim counters nothing of the cgroupfs signal moves between full
+// passes, so the collector tells the sampler it may wait a context interval
+// (Sample::signal_collectors_quiet); the sample that ends such a wait is a
+// full pass, whatever the pass counter says. With reclaim counters (v2) the
+// collector never says so: the root's memory.stat is its per-sample check.
+TEST(CgroupfsRemainderTest, QuietWithoutCountersAndAFullPassAfterAWait) {
+  testing::TempDir dir;
+  std::filesystem::path root = dir.path();
+  WriteFile(root / "cgroup.controllers", "memory\n");
+  for (const char* p : {"", "a", "a/x"}) WriteFile(root / p / "memory.stat", "anon 1\n");
+  Paths paths;
+  paths.cgroupfs = root.string();
+  CgroupfsOptions o(5000, /*full pass every*/ 10);
+  o.keep_files = CgroupfsOptions::KeepFiles::kAlways;
+  std::unique_ptr<Source> src = NewCgroupfsSource(paths, std::move(o));
+  EXPECT_EQ(Take(*src).signal_collectors_quiet, 1u);  // walk 1: the full pass
+  WriteFile(root / "a" / "x" / "memory.stat", "anon 7\n");
+  Sample between = Take(*src);
+  EXPECT_EQ(between.signal_collectors_quiet, 1u);
+  EXPECT_EQ(FindCgroup(between, "/a/x")->anon_bytes, 1u) << "not a full pass: the last reading stands";
+  Sample after;
+  after.after_wait = true;
+  ASSERT_TRUE(src->Collect(after).ok());
+  ASSERT_NE(FindCgroup(after, "/a/x"), nullptr);
+  EXPECT_EQ(FindCgroup(after, "/a/x")->anon_bytes, 7u) << "the sample after a wait makes the full pass";
+  EXPECT_EQ(after.signal_collectors_quiet, 1u);
+
+  // The same tree with reclaim counters: never quiet.
+  testing::TempDir dir2;
+  std::filesystem::path root2 = dir2.path();
+  WriteFile(root2 / "cgroup.controllers", "memory\n");
+  for (const char* p : {"", "a"}) WriteFile(root2 / p / "memory.stat", "anon 1\npgscan 10\npgsteal 10\n");
+  paths.cgroupfs = root2.string();
+  std::unique_ptr<Source> v2 = NewCgroupfsSource(paths, CgroupfsOptions(5000, 10));
+  for (int walk = 1; walk <= 3; ++walk) EXPECT_EQ(Take(*v2).signal_collectors_quiet, 0u) << "walk " << walk;
+}
+
 // The full pass of the core profile lists every directory but reads no still
 // cgroup: new and removed cgroups are found, and a still cgroup's counters
 // cannot have moved (its parent's did not). With the context series the full

@@ -1,7 +1,9 @@
 #include "exporter/common/parse.h"
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "exporter/sources/shared/kernel_probe.h"
 #include "test_util.h"
@@ -93,7 +95,7 @@ namespace {
 // procfs without it (before 5.8) reads as off.
 TEST(BpfStatsFlagTest, KeptFileSeesEachChange) {
   testing::TempDir dir;
-  BpfStatsFlag missing(dir.path().string());
+  BpfStatsFlag missing(dir.path().string(), 0);
   EXPECT_FALSE(missing.Enabled());
   std::filesystem::create_directories(dir.path() / "sys" / "kernel");
   const std::filesystem::path file = dir.path() / "sys" / "kernel" / "bpf_stats_enabled";
@@ -105,13 +107,36 @@ TEST(BpfStatsFlagTest, KeptFileSeesEachChange) {
     std::fclose(f);
   };
   write("1\n");
-  BpfStatsFlag flag(dir.path().string());
+  BpfStatsFlag flag(dir.path().string(), 0);
   EXPECT_TRUE(flag.Enabled());
   write("0\n");
   EXPECT_FALSE(flag.Enabled());
   write("1\n");
   EXPECT_TRUE(flag.Enabled());
   EXPECT_TRUE(missing.Enabled()) << "a sysctl that appears later is found";
+}
+
+TEST(BpfStatsFlagTest, ReadAtMostOncePerInterval) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "sys" / "kernel");
+  const std::filesystem::path file = dir.path() / "sys" / "kernel" / "bpf_stats_enabled";
+  auto write = [&file](const char* text) {
+    std::FILE* f = std::fopen(file.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text, f);
+    std::fclose(f);
+  };
+  write("1\n");
+  BpfStatsFlag hourly(dir.path().string(), 3600);
+  BpfStatsFlag shortly(dir.path().string(), 0.05);
+  EXPECT_TRUE(hourly.Enabled());
+  EXPECT_TRUE(shortly.Enabled());
+  write("0\n");
+  EXPECT_TRUE(hourly.Enabled()) << "not read again within the interval: the last reading stands";
+  EXPECT_TRUE(shortly.Enabled());
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  EXPECT_FALSE(shortly.Enabled()) << "read again once the interval passed";
+  EXPECT_TRUE(hourly.Enabled());
 }
 
 }  // namespace

@@ -78,7 +78,7 @@ class BpfCensusSource final : public Source {
 
  private:
   Paths paths_;
-  BpfStatsFlag stats_flag_{paths_.procfs};
+  BpfStatsFlag stats_flag_{paths_.procfs, 0};  // read once per census
   CgroupMapper mapper_;
   NetnsScanner netns_;  // the namespace list, kept between samples
   std::unique_ptr<TcpCensusIter> census_;
@@ -102,6 +102,7 @@ std::unique_ptr<Source> NewBpfSourceFromFlags(const SourceContext& ctx) {
   o.vmpressure = ctx.bpf_probes.vmpressure;
   o.all_tiers = ctx.all_tiers;
   o.clamps_on_demand = ctx.bpf_clamps_on_demand;
+  o.context_seconds = ctx.context_seconds;
   if (!ctx.bpf_vmpressure_attach.empty()) o.vmpressure_attach = ctx.bpf_vmpressure_attach;
   if (!ctx.bpf_clamps_attach.empty()) o.clamp_attach = ctx.bpf_clamps_attach;
   o.prunes = ctx.bpf_probes.prunes;

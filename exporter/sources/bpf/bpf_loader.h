@@ -151,21 +151,33 @@ class Skeleton {
   }
   // Skipped runs of each program; run_time_ns/run_cnt with `timed`.
   void AddProgramStats(Sample& sample, bool timed) const {
-    const uint64_t up_ns = linked_ns_ + (up_since_ns_ ? MonotonicNs() - up_since_ns_ : 0);
+    const size_t first = sample.program_stats.size();
     for (const auto& [name, prog] : programs_) {
-      const size_t before = sample.program_stats.size();
       sockpressure::AddProgramStats(sample, name, bpf_program__fd(prog), timed);
-      if (sample.program_stats.size() == before) continue;  // no info: nothing to add to
-      ProgramStats& p = sample.program_stats.back();
+    }
+    AddLinkHistory(sample, first);
+  }
+  // The kernel's statistics of an earlier AddProgramStats() again, for a
+  // program that cannot have run since (detached, or an iterator not read),
+  // with the links' history as it is now: no bpf(2) call.
+  void AddHeldProgramStats(Sample& sample, const std::vector<ProgramStats>& held) const {
+    const size_t first = sample.program_stats.size();
+    sample.program_stats.insert(sample.program_stats.end(), held.begin(), held.end());
+    AddLinkHistory(sample, first);
+  }
+  bpf_link* link(size_t i) const { return links_.at(i); }
+
+ private:
+  void AddLinkHistory(Sample& sample, size_t first) const {
+    const uint64_t up_ns = linked_ns_ + (up_since_ns_ ? MonotonicNs() - up_since_ns_ : 0);
+    for (size_t i = first; i < sample.program_stats.size(); ++i) {
+      ProgramStats& p = sample.program_stats[i];
       p.attached = linked();
       p.attached_seconds = static_cast<double>(up_ns) * 1e-9;
       p.attaches = attaches_;
       p.attach_failures = attach_failures_;
     }
   }
-  bpf_link* link(size_t i) const { return links_.at(i); }
-
- private:
   // One link per program, in order; stops at the first failure (the links
   // made so far stay in links_ for the caller to release).
   std::string Link() {

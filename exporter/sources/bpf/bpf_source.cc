@@ -44,7 +44,7 @@ class BpfSourceImpl final : public BpfSource {
     env.vmlinux = vmlinux;
     if (opt_.vmpressure) vmp_ = VmpressureLoader::Attach(env, opt_.vmpressure_attach, log_);
     if (opt_.pressure) {
-      iter_ = MemcgIterLoader::Attach(env, hz_, log_);
+      iter_ = MemcgIterLoader::Attach(env, hz_, opt_.context_seconds, log_);
       if (iter_) hz_ = iter_->hz();
     }
     const Tier arm = ArmingTier(env.v1);
@@ -87,6 +87,7 @@ class BpfSourceImpl final : public BpfSource {
     if (prune_fns_) lost += prune_fns_->Collect(sample, stats);
     sample.probes.insert(sample.probes.end(), log_.probes().begin(), log_.probes().end());
     sample.events_lost += lost;
+    if (SignalsQuiet()) ++sample.signal_collectors_quiet;
     return absl::OkStatus();
   }
 
@@ -115,6 +116,15 @@ class BpfSourceImpl final : public BpfSource {
 
  private:
   bool IterEverySample() const { return !vmp_ || opt_.all_tiers; }
+
+  // Nothing this collector reads can move unseen until the next context
+  // interval: the iterator found that no memcg can throttle a socket
+  // (cgroup v1 without a memcg charging sockets), no vmpressure probe
+  // counts reclaim, and the window-clamp program is detached. The drop and
+  // prune programs count in the kernel; a later read loses none.
+  bool SignalsQuiet() const {
+    return iter_ && IterEverySample() && iter_->NothingCanThrottle() && !vmp_ && (!clamps_ || !clamps_->attached());
+  }
 
   // The pressure tier the clamp program's link follows: vmpressure on
   // cgroup v2; the iterator where it runs every sample (on v1 it also sees
@@ -183,7 +193,7 @@ class BpfSourceImpl final : public BpfSource {
   }
 
   BpfOptions opt_;
-  BpfStatsFlag stats_flag_{opt_.paths.procfs};
+  BpfStatsFlag stats_flag_{opt_.paths.procfs, opt_.context_seconds};
   int hz_ = 0;
   ProbeLog log_;
   bool first_collect_ = true;

@@ -52,6 +52,9 @@ struct BpfOptions {
   // it is detached (tests shorten them).
   bool clamps_on_demand = true;
   double clamp_quiet_seconds = ClampArming::kQuietSeconds;
+  // --sample.context-interval: how often the cgroup iterator walks a cgroup
+  // v1 node where no memcg charges sockets (memcg_iter_loader.h).
+  double context_seconds = 10.0;
 };
 
 // Every probe of the collector, as sockpressure_probe_attached names them.

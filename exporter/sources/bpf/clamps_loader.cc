@@ -87,7 +87,7 @@ uint64_t ClampsLoader::Collect(Sample& sample, bool program_stats) {
                [&](uint64_t id, uint64_t n) { by_id[id].clamps = n; });
   sample.MarkLive(Signal::kWindowClamps, tier_);
   if (stand) {
-    sample.program_stats.insert(sample.program_stats.end(), held_programs_.begin(), held_programs_.end());
+    skel_.AddHeldProgramStats(sample, held_programs_);
     return held_stats_[SP_STAT_LOST];
   }
   const size_t before = sample.program_stats.size();

@@ -24,7 +24,8 @@ struct MemcgIterLoader::Record {
 MemcgIterLoader::MemcgIterLoader() : ProgramLoader({sp_memcg_iter__open, sp_memcg_iter__load, sp_memcg_iter__destroy}) {}
 MemcgIterLoader::~MemcgIterLoader() = default;
 
-std::unique_ptr<MemcgIterLoader> MemcgIterLoader::Attach(const BpfEnv& env, int hz, ProbeLog& log) {
+std::unique_ptr<MemcgIterLoader> MemcgIterLoader::Attach(const BpfEnv& env, int hz, double uncharged_walk_seconds,
+                                                         ProbeLog& log) {
   const std::string attach = "iter";
   if (env.memory_root.empty()) {
     log.Skip("socket_pressure", attach, "no memory cgroup hierarchy found");
@@ -65,6 +66,8 @@ std::unique_ptr<MemcgIterLoader> MemcgIterLoader::Attach(const BpfEnv& env, int 
   it->tier_ = Tier::kIter;
   it->stats_fd_ = bpf_map__fd(it->skel_->maps.stats);
   it->hz_ = hz;
+  it->v1_ = env.v1;
+  it->uncharged_walk_ns_ = static_cast<uint64_t>(std::max(0.0, uncharged_walk_seconds) * 1e9);
   if (it->hz_ == 0) it->MeasureHz();
   return it;
 }
@@ -90,7 +93,7 @@ void MemcgIterLoader::MeasureHz() {
 bool MemcgIterLoader::Run(std::string* err) {
   const uint64_t gen = ++gen_;
   skel_->bss->gen = gen;  // mmaped .bss: seen by the next walk
-  const uint64_t changed = skel_->bss->changed, visited = skel_->bss->visited;
+  const uint64_t changed = skel_->bss->changed, visited = skel_->bss->visited, charged = skel_->bss->charged;
   int fd = bpf_iter_create(bpf_link__fd(skel_.link(0)));
   if (fd < 0) {
     *err = absl::StrCat("bpf_iter_create: ", Errno(errno));
@@ -110,6 +113,8 @@ bool MemcgIterLoader::Run(std::string* err) {
     if (n == 0) break;
   }
   ::close(fd);
+  walked_ns_ = MonotonicNs();
+  charged_ = skel_->bss->charged - charged;
   if (Unchanged(changed, visited)) {
     // The map holds the last read's records, refreshed in place: no read.
     for (Record& r : records_) {
@@ -143,14 +148,35 @@ bool MemcgIterLoader::Unchanged(uint64_t changed_before, uint64_t visited_before
   return true;
 }
 
-void MemcgIterLoader::Collect(Sample& sample, bool program_stats) {
-  CollectPressure(sample);
-  Finish(sample, program_stats);
+bool MemcgIterLoader::WalkCanWait() const {
+  return NothingCanThrottle() && MonotonicNs() - walked_ns_ < uncharged_walk_ns_;
 }
 
-void MemcgIterLoader::CollectPressure(Sample& sample) {
+bool MemcgIterLoader::NothingCanThrottle() const {
+  if (!v1_ || charged_ != 0 || walked_ns_ == 0) return false;
+  for (const Record& r : records_) {
+    if (r.state.flags & SP_REC_TCPMEM_PRESSURE) return false;
+    if (r.state.deadline != 0 && static_cast<int64_t>(r.state.now - r.state.deadline) < 0) return false;
+  }
+  return true;
+}
+
+void MemcgIterLoader::Collect(Sample& sample, bool program_stats) {
+  const bool walk = !WalkCanWait() || held_programs_.empty() || held_timed_ != program_stats;
+  CollectPressure(sample, walk);
+  if (!walk) {
+    skel_.AddHeldProgramStats(sample, held_programs_);
+    return;
+  }
+  const size_t before = sample.program_stats.size();
+  Finish(sample, program_stats);
+  held_programs_.assign(sample.program_stats.begin() + static_cast<std::ptrdiff_t>(before), sample.program_stats.end());
+  held_timed_ = program_stats;
+}
+
+void MemcgIterLoader::CollectPressure(Sample& sample, bool walk) {
   std::string err;
-  if (!Run(&err)) {
+  if (walk && !Run(&err)) {
     if (!error_logged_) {
       error_logged_ = true;
       SP_LOG_WARN("cgroup iterator: ", err, "; socket pressure falls back to the next tier");

@@ -6,6 +6,8 @@
 #include <sys/utsname.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "absl/strings/match.h"
@@ -55,14 +57,25 @@ std::optional<int> RoundToKernelHz(double rate) {
   return std::nullopt;
 }
 
-BpfStatsFlag::BpfStatsFlag(const std::string& procfs_root)
-    : path_(JoinPath(procfs_root, "sys/kernel/bpf_stats_enabled")) {}
+BpfStatsFlag::BpfStatsFlag(const std::string& procfs_root, double reread_seconds)
+    : path_(JoinPath(procfs_root, "sys/kernel/bpf_stats_enabled")),
+      reread_ns_(static_cast<uint64_t>(std::max(0.0, reread_seconds) * 1e9)) {}
 
 BpfStatsFlag::~BpfStatsFlag() {
   if (fd_ >= 0) ::close(fd_);
 }
 
 bool BpfStatsFlag::Enabled() {
+  const uint64_t now = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  if (read_ns_ == 0 || now - read_ns_ >= reread_ns_) {
+    read_ns_ = now;
+    enabled_ = Read();
+  }
+  return enabled_;
+}
+
+bool BpfStatsFlag::Read() {
   int err = 0;
   if (fd_ < 0) fd_ = OpenKernelFileAt(AT_FDCWD, path_.c_str(), err);
   if (fd_ < 0) return false;  // no such sysctl (before 5.8): no run statistics

@@ -45,7 +45,7 @@ std::vector<NetnsRef> ListNetworkNamespaces(const std::string& procfs,
 // sampler thread).
 class NetnsScanner {
  public:
-  static constexpr std::chrono::seconds kDefaultFullRescan{10};
+  static constexpr std::chrono::seconds kDefaultFullRescan{60};
   // A readlink of /proc/PID/ns/net costs tens of microseconds on hardware
   // and milliseconds in the lab's emulated guest, where resolving 7,500
   // processes at once held one sample for 34 s.
