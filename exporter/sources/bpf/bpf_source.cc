@@ -28,6 +28,7 @@ class BpfSourceImpl final : public BpfSource {
     BpfEnv env;
     env.procfs = opt_.paths.procfs;
     env.v1 = h.v1;
+    v1_ = h.v1;
     env.memory_root = h.root;
     hz_ = KernelConfigHz(opt_.paths.procfs).value_or(0);
 
@@ -78,7 +79,7 @@ class BpfSourceImpl final : public BpfSource {
     // with the signal; with a vmpressure probe attached it is a lower tier
     // of the same signal and runs only when every tier is asked for.
     if (iter_ && IterEverySample()) iter_->Collect(sample, stats);
-    if (vmp_) lost += vmp_->Collect(sample, hz_, stats);
+    if (vmp_) lost += vmp_->Collect(sample, hz_, stats, VmpressureServesPressure());
     if (clamps_) {
       ArmClamps(sample);
       lost += clamps_->Collect(sample, stats);
@@ -115,15 +116,31 @@ class BpfSourceImpl final : public BpfSource {
   }
 
  private:
-  bool IterEverySample() const { return !vmp_ || opt_.all_tiers; }
+  // On cgroup v1 the iterator runs beside a vmpressure probe: v1's memcg
+  // socket pressure is tcpmem_pressure (docs/kernel.md §3), which only the
+  // iterator reads outside reclaim, and its walk also says whether any memcg
+  // charges sockets at all (where none does, it walks once per context
+  // interval: MemcgIterLoader::WalkCanWait).
+  bool IterEverySample() const { return !vmp_ || opt_.all_tiers || v1_; }
+
+  // Whether the vmpressure probe's socket pressure is a tier of that signal.
+  // Not on cgroup v1 beside the iterator: there socket pressure is
+  // tcpmem_pressure, set when a charged socket passes its memcg's tcp limit,
+  // which the probe reads only while reclaim calls vmpressure(), and since
+  // the v6.6 scope fix (in every kernel with the iterator) vmpressure() no
+  // longer marks v1 memcgs at all (docs/kernel.md §3). The lab's cgroup v1
+  // boot found the probe winning and A's tcp-limit throttling unnamed.
+  bool VmpressureServesPressure() const { return !v1_ || !iter_; }
 
   // Nothing this collector reads can move unseen until the next context
   // interval: the iterator found that no memcg can throttle a socket
-  // (cgroup v1 without a memcg charging sockets), no vmpressure probe
-  // counts reclaim, and the window-clamp program is detached. The drop and
-  // prune programs count in the kernel; a later read loses none.
+  // (cgroup v1 without a memcg charging sockets) and the window-clamp
+  // program is detached. The vmpressure (v1 only: there its reclaim cannot
+  // throttle an uncharged socket), drop and prune programs count in the
+  // kernel; a later read loses none of their counts.
   bool SignalsQuiet() const {
-    return iter_ && IterEverySample() && iter_->NothingCanThrottle() && !vmp_ && (!clamps_ || !clamps_->attached());
+    return iter_ && IterEverySample() && iter_->NothingCanThrottle() && (!vmp_ || v1_) &&
+           (!clamps_ || !clamps_->attached());
   }
 
   // The pressure tier the clamp program's link follows: vmpressure on
@@ -195,6 +212,7 @@ class BpfSourceImpl final : public BpfSource {
   BpfOptions opt_;
   BpfStatsFlag stats_flag_{opt_.paths.procfs, opt_.context_seconds};
   int hz_ = 0;
+  bool v1_ = false;  // the memory controller is on cgroup v1
   ProbeLog log_;
   bool first_collect_ = true;
   bool attach_failure_logged_ = false;

@@ -81,9 +81,10 @@ std::unique_ptr<VmpressureLoader> VmpressureLoader::Attach(const BpfEnv& env,
   return nullptr;
 }
 
-uint64_t VmpressureLoader::Collect(Sample& sample, int hz_in, bool program_stats) {
+uint64_t VmpressureLoader::Collect(Sample& sample, int hz_in, bool program_stats, bool socket_pressure) {
   auto& reclaim = sample.reclaim[tier_];
-  auto& pressure = sample.pressure[tier_];
+  // Not created unless served: a tier's map in the sample is its reading.
+  auto* pressure = socket_pressure ? &sample.pressure[tier_] : nullptr;
   const uint64_t now_ns = MonotonicNs();
   const double hz = hz_in ? hz_in : 250;
   std::vector<uint64_t> stats = Stats();
@@ -93,17 +94,18 @@ uint64_t VmpressureLoader::Collect(Sample& sample, int hz_in, bool program_stats
     r.reclaimed = v.reclaimed;
     for (int i = 0; i < 3; ++i) r.windows[i] = v.windows[i];
     r.assertions = v.assertions;
+    if (!pressure) return;
     // The deadline is jiffies-based; the assertion time is CLOCK_MONOTONIC
     // (bpf_ktime_get_ns), so the part still ahead of us is known in ns.
     double until = static_cast<double>(v.last_assert_ns) + static_cast<double>(v.last_remaining_jiffies) * 1e9 / hz;
     double ahead = std::max(0.0, until - static_cast<double>(now_ns)) * 1e-9;
-    PressureState& p = pressure[id];
+    PressureState& p = (*pressure)[id];
     p.assertions = v.assertions;
     p.active = v.assertions > 0 && ahead > 0;
     p.seconds = std::max(0.0, static_cast<double>(v.pressure_jiffies) / hz - ahead);
   });
   sample.MarkLive(Signal::kReclaim, tier_);
-  sample.MarkLive(Signal::kSocketPressure, tier_);
+  if (socket_pressure) sample.MarkLive(Signal::kSocketPressure, tier_);
   return Finish(sample, program_stats, stats);
 }
 

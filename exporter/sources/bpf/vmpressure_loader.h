@@ -20,9 +20,10 @@ class VmpressureLoader : public ProgramLoader<sp_vmpressure> {
   // Null when no attach type in `attach` worked; each attempt is in `log`.
   static std::unique_ptr<VmpressureLoader> Attach(const BpfEnv& env, const std::vector<std::string>& attach,
                                                   ProbeLog& log);
-  // Adds reclaim and pressure per memcg to `sample`; returns events lost.
-  // `hz` converts the kernel's jiffies deadlines (0 = unknown, 250 assumed).
-  uint64_t Collect(Sample& sample, int hz, bool program_stats);
+  // Adds reclaim and, with `socket_pressure`, pressure per memcg to
+  // `sample`; returns events lost. `hz` converts the kernel's jiffies
+  // deadlines (0 = unknown, 250 assumed).
+  uint64_t Collect(Sample& sample, int hz, bool program_stats, bool socket_pressure);
 
  private:
   VmpressureLoader();
