@@ -58,14 +58,14 @@ log v1 phase=limit_written limit=$(cat $V1/A/memory.kmem.tcp.limit_in_bytes) upt
 PORT=5001
 # tcprecv prints its own LAB lines (clamp_first, recv_result ... clamped_checks=N): the window seen
 # from inside the socket.
-sh -c 'echo $$ >'"$V1/A/cgroup.procs"' && exec /lab/tcprecv '"$PORT 40 60 $V1_READ_KBPS" &
+sh -c 'echo $$ >'"$V1/A/cgroup.procs"' && exec /lab/tcprecv '"$PORT 30 60 $V1_READ_KBPS" &
 sleep 0.5
-$IP netns exec peer /lab/tcpsend 10.9.0.1 $PORT 35 >/dev/null 2>&1 &
+$IP netns exec peer /lab/tcpsend 10.9.0.1 $PORT 27 >/dev/null 2>&1 &
 
-# 3. Poll the agent every second for 42 s: when it samples every interval again, when it first names A
-# under socket pressure, and A's clamps.
+# 3. Poll the agent every second for 32 s (the receiver's 30 s and its result line): when it samples
+# every interval again, when it first names A under socket pressure, and A's clamps.
 i=0 back="" seen="" clamps=0
-while [ $i -lt 42 ]; do
+while [ $i -lt 32 ]; do
   sleep 1; i=$((i + 1))
   scrape || continue
   if [ -z "$back" ] && [ "$(value sockpressure_sample_interval_seconds)" = 1 ]; then
