@@ -15,6 +15,15 @@
 #include "sockpressure_bpf.h"
 
 namespace sockpressure {
+namespace {
+
+// time_before(now, deadline), as the kernel asks it of socket_pressure: the
+// walk records both in jiffies (0: never asserted).
+bool DeadlineLive(uint64_t now, uint64_t deadline) {
+  return deadline != 0 && static_cast<int64_t>(now - deadline) < 0;
+}
+
+}  // namespace
 
 struct MemcgIterLoader::Record {
   uint64_t cgroup_id;
@@ -156,7 +165,7 @@ bool MemcgIterLoader::NothingCanThrottle() const {
   if (!v1_ || charged_ != 0 || walked_ns_ == 0) return false;
   for (const Record& r : records_) {
     if (r.state.flags & SP_REC_TCPMEM_PRESSURE) return false;
-    if (r.state.deadline != 0 && static_cast<int64_t>(r.state.now - r.state.deadline) < 0) return false;
+    if (DeadlineLive(r.state.now, r.state.deadline)) return false;
   }
   return true;
 }
@@ -188,12 +197,11 @@ void MemcgIterLoader::CollectPressure(Sample& sample, bool walk) {
   for (const Record& rec : records_) {
     const sp_memcg_state& r = rec.state;
     last_ids_.push_back(rec.cgroup_id);
-    auto live = [&](uint64_t now, uint64_t deadline) { return deadline != 0 && static_cast<int64_t>(now - deadline) < 0; };
     auto [it, fresh] = state_.try_emplace(rec.cgroup_id);
     State& s = it->second;
     if (fresh) {
       // First sight: a live deadline was asserted within the last HZ.
-      if (live(r.now, r.deadline)) s.st.assertions = 1;
+      if (DeadlineLive(r.now, r.deadline)) s.st.assertions = 1;
     } else {
       // Time under pressure in (prev, now]: the tail of the previous
       // deadline, plus the new deadline's [deadline - HZ, deadline] window
@@ -213,7 +221,7 @@ void MemcgIterLoader::CollectPressure(Sample& sample, bool walk) {
     }
     s.deadline = r.deadline;
     s.now = r.now;
-    s.st.active = live(r.now, r.deadline) || (r.flags & SP_REC_TCPMEM_PRESSURE);
+    s.st.active = DeadlineLive(r.now, r.deadline) || (r.flags & SP_REC_TCPMEM_PRESSURE);
     sample.pressure[Tier::kIter][rec.cgroup_id] = s.st;
   }
   sample.MarkLive(Signal::kSocketPressure, Tier::kIter);
