@@ -76,8 +76,9 @@ class BpfSourceImpl final : public BpfSource {
     // The pressure tiers first: the clamp program's link follows what they
     // read in this same sample (clamp_arming.h).
     // The iterator visits every memcg, so its cost grows with the node, not
-    // with the signal; with a vmpressure probe attached it is a lower tier
-    // of the same signal and runs only when every tier is asked for.
+    // with the signal; with a vmpressure probe attached on cgroup v2 it is a
+    // lower tier of the same signal and runs only when every tier is asked
+    // for (IterEverySample).
     if (iter_ && IterEverySample()) iter_->Collect(sample, stats);
     if (vmp_) lost += vmp_->Collect(sample, hz_, stats, VmpressureServesPressure());
     if (clamps_) {
@@ -134,13 +135,12 @@ class BpfSourceImpl final : public BpfSource {
 
   // Nothing this collector reads can move unseen until the next context
   // interval: the iterator found that no memcg can throttle a socket
-  // (cgroup v1 without a memcg charging sockets) and the window-clamp
-  // program is detached. The vmpressure (v1 only: there its reclaim cannot
-  // throttle an uncharged socket), drop and prune programs count in the
-  // kernel; a later read loses none of their counts.
+  // (cgroup v1 without a memcg charging sockets; on v1 it runs every
+  // sample) and the window-clamp program is detached. The vmpressure (on v1
+  // its reclaim cannot throttle an uncharged socket), drop and prune
+  // programs count in the kernel; a later read loses none of their counts.
   bool SignalsQuiet() const {
-    return iter_ && IterEverySample() && iter_->NothingCanThrottle() && (!vmp_ || v1_) &&
-           (!clamps_ || !clamps_->attached());
+    return iter_ && iter_->NothingCanThrottle() && (!clamps_ || !clamps_->attached());
   }
 
   // The pressure tier the clamp program's link follows: vmpressure on
